@@ -1,0 +1,228 @@
+/* Finds, loads and vets backend modules, once per process. A module that is missing,
+ * fails to load, speaks another ABI or finds no device is reported, never fatal.
+ *
+ * Search order for dwconv_<name><LT_MODULE_EXT>, the first file that exists wins:
+ *   1. each directory of DWCONV_MODULE_PATH (colon-separated);
+ *   2. <the directory libdwconv was loaded from>/dwconv (installs and build trees);
+ *   3. DWCONV_MODULEDIR, the configured $(pkglibdir).
+ */
+#define _GNU_SOURCE
+#include <config.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct backend_slot {
+    const char *name;
+    int built;
+    int tried;
+    const dwconv_module_ops *ops; /* accepted table, even with no device */
+    int device_count;
+    char path[512];
+    char detail[512];
+} backend_slot;
+
+static backend_slot slots[] = {
+    [DWCONV_BACKEND_CUDA] = {.name = "cuda", .built = DWCONV_BUILT_CUDA},
+    [DWCONV_BACKEND_HIP] = {.name = "hip", .built = DWCONV_BUILT_HIP},
+};
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *dwconv_backend_name(dwconv_backend backend) {
+    switch (backend) {
+    case DWCONV_BACKEND_AUTO: return "auto";
+    case DWCONV_BACKEND_CPU: return "cpu";
+    case DWCONV_BACKEND_CUDA: return "cuda";
+    case DWCONV_BACKEND_HIP: return "hip";
+    }
+    return "?";
+}
+
+dwconv_status dwconv_backend_parse(const char *name, dwconv_backend *backend) {
+    dwconv_clear_error();
+    if (!name || !backend)
+        return dwconv_fail(DWCONV_ERROR_NULL_POINTER, "dwconv_backend_parse: %s is NULL",
+                           name ? "backend" : "name");
+    for (int b = DWCONV_BACKEND_AUTO; b <= DWCONV_BACKEND_HIP; b++)
+        if (strcmp(name, dwconv_backend_name((dwconv_backend)b)) == 0) {
+            *backend = (dwconv_backend)b;
+            return DWCONV_SUCCESS;
+        }
+    return dwconv_fail(DWCONV_ERROR_INVALID_VALUE,
+                       "dwconv_backend_parse: '%s' is not one of auto, cpu, cuda, hip", name);
+}
+
+/* Writes the path of the first existing candidate into path; 0 if none exists. */
+static int find_module(const char *file, char *path, size_t size) {
+    const char *env = getenv("DWCONV_MODULE_PATH");
+    if (env && *env) {
+        const char *dir = env;
+        while (*dir) {
+            size_t len = strcspn(dir, ":");
+            if (len > 0) {
+                snprintf(path, size, "%.*s/%s", (int)len, dir, file);
+                if (access(path, F_OK) == 0) return 1;
+            }
+            dir += len + (dir[len] == ':');
+        }
+    }
+    Dl_info self;
+    if (dladdr((void *)&dwconv_version, &self) && self.dli_fname) {
+        const char *slash = strrchr(self.dli_fname, '/');
+        if (slash) {
+            snprintf(path, size, "%.*s/dwconv/%s", (int)(slash - self.dli_fname), self.dli_fname,
+                     file);
+            if (access(path, F_OK) == 0) return 1;
+        }
+    }
+    snprintf(path, size, "%s/%s", DWCONV_MODULEDIR, file);
+    return access(path, F_OK) == 0;
+}
+
+/* NULL if the table is acceptable, else what is wrong with it. */
+static const char *vet_ops(const dwconv_module_ops *ops, const char *name) {
+    static _Thread_local char why[160];
+    if (ops->abi_version != DWCONV_MODULE_ABI_VERSION) {
+        snprintf(why, sizeof why, "module ABI version %u, this libdwconv needs %u",
+                 ops->abi_version, DWCONV_MODULE_ABI_VERSION);
+        return why;
+    }
+    if (ops->ops_size != sizeof(dwconv_module_ops)) return "module ops table has the wrong size";
+    if (!ops->name || strcmp(ops->name, name) != 0) return "module names another backend";
+    const void *members[] = {
+        (void *)ops->device_count, (void *)ops->device_name, (void *)ops->context_create,
+        (void *)ops->context_destroy, (void *)ops->set_stream, (void *)ops->get_stream,
+        (void *)ops->set_threads, (void *)ops->describe, (void *)ops->mem_alloc,
+        (void *)ops->mem_free, (void *)ops->copy_to_backend, (void *)ops->copy_to_host,
+        (void *)ops->copy_on_backend, (void *)ops->synchronize, (void *)ops->check_pointer,
+        (void *)ops->forward, (void *)ops->timer_start, (void *)ops->timer_stop,
+    };
+    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
+        if (!members[i]) return "module ops table has a NULL member";
+    return NULL;
+}
+
+static void load_slot(backend_slot *slot) {
+    char file[64];
+    snprintf(file, sizeof file, "dwconv_%s%s", slot->name, LT_MODULE_EXT);
+    if (!find_module(file, slot->path, sizeof slot->path)) {
+        snprintf(slot->detail, sizeof slot->detail, "%s not found (%s)", file,
+                 slot->built ? "set DWCONV_MODULE_PATH, or install it"
+                             : "this build was configured without it");
+        slot->path[0] = '\0';
+        return;
+    }
+    /* RTLD_NOW: a missing symbol is reported here, not as a crash mid-call.
+     * The handle is never closed: GPU runtimes do not survive being unloaded. */
+    void *handle = dlopen(slot->path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        snprintf(slot->detail, sizeof slot->detail, "cannot load: %s", dlerror());
+        return;
+    }
+    dwconv_module_entry_fn entry;
+    *(void **)&entry = dlsym(handle, DWCONV_MODULE_ENTRY_SYMBOL);
+    if (!entry) {
+        snprintf(slot->detail, sizeof slot->detail,
+                 "no symbol %s: not a dwconv module, or built for another dwconv ABI",
+                 DWCONV_MODULE_ENTRY_SYMBOL);
+        return;
+    }
+    const dwconv_module_ops *ops = entry();
+    const char *why = ops ? vet_ops(ops, slot->name) : "module entry returned no ops table";
+    if (why) {
+        snprintf(slot->detail, sizeof slot->detail, "rejected: %s", why);
+        return;
+    }
+    char msg[DWCONV_MSG_SIZE] = "";
+    slot->ops = ops;
+    slot->device_count = ops->device_count(msg);
+    if (slot->device_count < 1) {
+        slot->device_count = 0;
+        snprintf(slot->detail, sizeof slot->detail, "loaded, no device: %s", msg);
+    } else {
+        snprintf(slot->detail, sizeof slot->detail, "loaded, %d device(s)", slot->device_count);
+    }
+}
+
+const dwconv_module_ops *dwconv_backend_ops(dwconv_backend backend,
+                                            dwconv_backend_report *report) {
+    if (report) *report = (dwconv_backend_report){.backend = backend};
+    if (backend == DWCONV_BACKEND_CPU) {
+        const dwconv_module_ops *ops = dwconv_cpu_ops();
+        if (report) {
+            *report = (dwconv_backend_report){.backend = backend, .built = 1, .loaded = 1,
+                                              .device_count = 1};
+            snprintf(report->detail, sizeof report->detail, "built in");
+        }
+        return ops;
+    }
+    if (backend != DWCONV_BACKEND_CUDA && backend != DWCONV_BACKEND_HIP) {
+        if (report) snprintf(report->detail, sizeof report->detail, "not a concrete backend");
+        return NULL;
+    }
+    backend_slot *slot = &slots[backend];
+    pthread_mutex_lock(&slots_lock);
+    if (!slot->tried) {
+        slot->tried = 1;
+        load_slot(slot);
+    }
+    pthread_mutex_unlock(&slots_lock);
+    if (report) {
+        report->built = slot->built;
+        report->loaded = slot->ops != NULL;
+        report->device_count = slot->device_count;
+        snprintf(report->module_path, sizeof report->module_path, "%s", slot->path);
+        snprintf(report->detail, sizeof report->detail, "%s", slot->detail);
+    }
+    return slot->ops && slot->device_count > 0 ? slot->ops : NULL;
+}
+
+dwconv_status dwconv_backend_query(dwconv_backend backend, dwconv_backend_report *report) {
+    dwconv_clear_error();
+    if (!report)
+        return dwconv_fail(DWCONV_ERROR_NULL_POINTER, "dwconv_backend_query: report is NULL");
+    if ((unsigned)backend > DWCONV_BACKEND_HIP || backend == DWCONV_BACKEND_AUTO)
+        return dwconv_fail(DWCONV_ERROR_INVALID_VALUE,
+                           "dwconv_backend_query: backend %d is not cpu, cuda or hip",
+                           (int)backend);
+    const dwconv_module_ops *ops = dwconv_backend_ops(backend, report);
+    if (ops && backend == DWCONV_BACKEND_CPU) {
+        void *state = NULL;
+        char msg[DWCONV_MSG_SIZE];
+        if (ops->context_create(0, &state, msg) == DWCONV_SUCCESS) {
+            ops->describe(state, report->detail, sizeof report->detail);
+            ops->context_destroy(state);
+        }
+    }
+    return DWCONV_SUCCESS;
+}
+
+dwconv_status dwconv_device_name(dwconv_backend backend, int device, char *name,
+                                 size_t name_size) {
+    dwconv_clear_error();
+    if (!name) return dwconv_fail(DWCONV_ERROR_NULL_POINTER, "dwconv_device_name: name is NULL");
+    if (name_size == 0)
+        return dwconv_fail(DWCONV_ERROR_INVALID_VALUE, "dwconv_device_name: name_size is 0");
+    if ((unsigned)backend > DWCONV_BACKEND_HIP || backend == DWCONV_BACKEND_AUTO)
+        return dwconv_fail(DWCONV_ERROR_INVALID_VALUE,
+                           "dwconv_device_name: backend %d is not cpu, cuda or hip", (int)backend);
+    dwconv_backend_report report;
+    const dwconv_module_ops *ops = dwconv_backend_ops(backend, &report);
+    if (!ops)
+        return dwconv_fail(DWCONV_ERROR_BACKEND_UNAVAILABLE, "dwconv_device_name: %s: %s",
+                           dwconv_backend_name(backend), report.detail);
+    if (device < 0 || device >= report.device_count)
+        return dwconv_fail(DWCONV_ERROR_INVALID_VALUE,
+                           "dwconv_device_name: device %d does not exist (%s has %d)", device,
+                           dwconv_backend_name(backend), report.device_count);
+    char msg[DWCONV_MSG_SIZE] = "";
+    dwconv_status st = ops->device_name(device, name, name_size, msg);
+    if (st) return dwconv_fail(st, "dwconv_device_name: %s", msg);
+    return DWCONV_SUCCESS;
+}

@@ -1,0 +1,277 @@
+/*
+ * The GPU backend module: one source for CUDA and HIP (src/hip/module.hip includes it
+ * after hip_compat.h maps the runtime's names). It exports only the entry symbol;
+ * every failure becomes a status and a message, never an abort.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_kernels.cuh"
+
+#ifndef DWCONV_GPU_NAME
+#define DWCONV_GPU_NAME "cuda"
+#define DWCONV_GPU_RUNTIME "CUDA"
+#define DWCONV_PTR_TYPE(attr) ((attr).type)
+#define DWCONV_PTR_MANAGED(attr) ((attr).type == cudaMemoryTypeManaged)
+#endif
+
+typedef struct gpu_state {
+    int device;
+    cudaStream_t own_stream;
+    cudaStream_t stream; /* own_stream, or the caller's */
+    cudaEvent_t start, stop;
+    int timing;
+} gpu_state;
+
+/* A failed runtime call: the message names the call and the runtime's words. */
+static dwconv_status gpu_fail(cudaError_t err, const char *what, char *msg) {
+    snprintf(msg, DWCONV_MSG_SIZE, "%s: %s: %s", what, cudaGetErrorName(err),
+             cudaGetErrorString(err));
+    return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
+}
+
+#define GPU_TRY(call, msg)                                                          \
+    do {                                                                            \
+        cudaError_t err_ = (call);                                                  \
+        if (err_ != cudaSuccess) return gpu_fail(err_, #call, (msg));               \
+    } while (0)
+
+static int gpu_device_count(char *msg) {
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        gpu_fail(err, "cudaGetDeviceCount", msg);
+        return 0;
+    }
+    if (n == 0) snprintf(msg, DWCONV_MSG_SIZE, "the " DWCONV_GPU_RUNTIME " runtime sees no device");
+    return n;
+}
+
+static dwconv_status gpu_device_name(int device, char *name, size_t size, char *msg) {
+    cudaDeviceProp prop;
+    GPU_TRY(cudaGetDeviceProperties(&prop, device), msg);
+    snprintf(name, size, "%s (%d.%d, %d multiprocessors, %.0f GiB)", prop.name, prop.major,
+             prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / (1 << 30));
+    return DWCONV_SUCCESS;
+}
+
+static dwconv_status gpu_context_create(int device, void **state, char *msg) {
+    gpu_state *s = (gpu_state *)calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(msg, DWCONV_MSG_SIZE, "out of host memory");
+        return DWCONV_ERROR_OUT_OF_MEMORY;
+    }
+    s->device = device;
+    cudaError_t err = cudaSetDevice(device);
+    if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&s->own_stream, cudaStreamNonBlocking);
+    if (err == cudaSuccess) err = cudaEventCreate(&s->start);
+    if (err == cudaSuccess) err = cudaEventCreate(&s->stop);
+    if (err != cudaSuccess) {
+        dwconv_status st = gpu_fail(err, "creating the context's stream and events", msg);
+        if (s->start) (void)cudaEventDestroy(s->start);
+        if (s->own_stream) (void)cudaStreamDestroy(s->own_stream);
+        free(s);
+        return st;
+    }
+    s->stream = s->own_stream;
+    *state = s;
+    return DWCONV_SUCCESS;
+}
+
+static void gpu_context_destroy(void *state) {
+    gpu_state *s = (gpu_state *)state;
+    /* nothing can be reported from here: best effort */
+    (void)cudaSetDevice(s->device);
+    (void)cudaStreamSynchronize(s->stream);
+    (void)cudaEventDestroy(s->start);
+    (void)cudaEventDestroy(s->stop);
+    (void)cudaStreamDestroy(s->own_stream);
+    free(s);
+}
+
+static dwconv_status gpu_set_stream(void *state, void *stream, char *msg) {
+    (void)msg;
+    gpu_state *s = (gpu_state *)state;
+    s->stream = stream ? (cudaStream_t)stream : s->own_stream;
+    return DWCONV_SUCCESS;
+}
+
+static void *gpu_get_stream(void *state) { return (void *)((gpu_state *)state)->stream; }
+
+static dwconv_status gpu_set_threads(void *state, int threads, char *msg) {
+    (void)state, (void)threads;
+    snprintf(msg, DWCONV_MSG_SIZE, "thread counts apply to the cpu backend only");
+    return DWCONV_ERROR_UNSUPPORTED;
+}
+
+static void gpu_describe(void *state, char *text, size_t size) {
+    (void)state;
+    int runtime = 0, driver = 0;
+    (void)cudaRuntimeGetVersion(&runtime);
+    (void)cudaDriverGetVersion(&driver);
+    snprintf(text, size, DWCONV_GPU_RUNTIME " runtime %d, driver %d", runtime, driver);
+}
+
+static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *msg) {
+    GPU_TRY(cudaSetDevice(((gpu_state *)state)->device), msg);
+    cudaError_t err = cudaMalloc(ptr, bytes);
+    if (err != cudaSuccess) {
+        *ptr = NULL;
+        (void)cudaGetLastError(); /* not sticky: clear it so later calls do not see it */
+        snprintf(msg, DWCONV_MSG_SIZE, "cudaMalloc of %zu bytes: %s", bytes,
+                 cudaGetErrorString(err));
+        return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
+    }
+    return DWCONV_SUCCESS;
+}
+
+static dwconv_status gpu_mem_free(void *state, void *ptr, char *msg) {
+    GPU_TRY(cudaSetDevice(((gpu_state *)state)->device), msg);
+    GPU_TRY(cudaFree(ptr), msg);
+    return DWCONV_SUCCESS;
+}
+
+/* Copies that touch host memory return when the data has arrived (the caller may
+ * reuse or read its buffer at once); copies on the device are stream-ordered. */
+static dwconv_status gpu_copy(gpu_state *s, void *dst, const void *src, size_t bytes,
+                              cudaMemcpyKind kind, int wait, char *msg) {
+    GPU_TRY(cudaSetDevice(s->device), msg);
+    GPU_TRY(cudaMemcpyAsync(dst, src, bytes, kind, s->stream), msg);
+    if (wait) GPU_TRY(cudaStreamSynchronize(s->stream), msg);
+    return DWCONV_SUCCESS;
+}
+
+static dwconv_status gpu_copy_to_backend(void *state, void *dst, const void *src, size_t bytes,
+                                         char *msg) {
+    return gpu_copy((gpu_state *)state, dst, src, bytes, cudaMemcpyHostToDevice, 1, msg);
+}
+
+static dwconv_status gpu_copy_to_host(void *state, void *dst, const void *src, size_t bytes,
+                                      char *msg) {
+    return gpu_copy((gpu_state *)state, dst, src, bytes, cudaMemcpyDeviceToHost, 1, msg);
+}
+
+static dwconv_status gpu_copy_on_backend(void *state, void *dst, const void *src, size_t bytes,
+                                         char *msg) {
+    return gpu_copy((gpu_state *)state, dst, src, bytes, cudaMemcpyDeviceToDevice, 0, msg);
+}
+
+static dwconv_status gpu_synchronize(void *state, char *msg) {
+    gpu_state *s = (gpu_state *)state;
+    GPU_TRY(cudaSetDevice(s->device), msg);
+    GPU_TRY(cudaStreamSynchronize(s->stream), msg);
+    return DWCONV_SUCCESS;
+}
+
+/* Device memory of this context's device, or managed memory; the first and the
+ * last byte are both checked, so a buffer that ends in another allocation or in
+ * host memory is caught too. */
+static dwconv_status check_address(gpu_state *s, const void *p, const char *what,
+                                   const char *which, char *msg) {
+    cudaPointerAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    cudaError_t err = cudaPointerGetAttributes(&attr, p);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(msg, DWCONV_MSG_SIZE, "%s: the %s byte is not memory the " DWCONV_GPU_RUNTIME
+                 " runtime knows (%s): allocate it with dwconv_malloc", what, which,
+                 cudaGetErrorString(err));
+        return DWCONV_ERROR_BAD_POINTER;
+    }
+    if (DWCONV_PTR_MANAGED(attr)) return DWCONV_SUCCESS;
+    switch (DWCONV_PTR_TYPE(attr)) {
+    case cudaMemoryTypeDevice:
+        if (attr.device == s->device) return DWCONV_SUCCESS;
+        snprintf(msg, DWCONV_MSG_SIZE, "%s is memory of device %d, but this context runs on "
+                 "device %d", what, attr.device, s->device);
+        return DWCONV_ERROR_BAD_POINTER;
+    default:
+        snprintf(msg, DWCONV_MSG_SIZE, "%s: the %s byte is host memory, not memory of device %d: "
+                 "allocate it with dwconv_malloc and copy with dwconv_copy_to_backend", what,
+                 which, s->device);
+        return DWCONV_ERROR_BAD_POINTER;
+    }
+}
+
+static dwconv_status gpu_check_pointer(void *state, const void *ptr, size_t bytes,
+                                       const char *what, char *msg) {
+    gpu_state *s = (gpu_state *)state;
+    dwconv_status st = check_address(s, ptr, what, "first", msg);
+    if (st == DWCONV_SUCCESS && bytes > 1)
+        st = check_address(s, (const char *)ptr + bytes - 1, what, "last", msg);
+    return st;
+}
+
+static dwconv_status gpu_forward(void *state, const dwconv_plan *plan, const void *x,
+                                 const void *weight, const void *bias, void *y, char *msg) {
+    gpu_state *s = (gpu_state *)state;
+    const dwconv_desc *d = &plan->desc;
+    GPU_TRY(cudaSetDevice(s->device), msg);
+    gpu_conv_args a;
+    a.x = x, a.weight = weight, a.bias = bias, a.y = y;
+    a.batch = d->batch, a.channels = d->channels, a.length = d->length;
+    a.kernel_size = d->kernel_size, a.stride = d->stride, a.dilation = d->dilation;
+    a.pad_left = d->pad_left, a.output_length = plan->output_length;
+    a.dtype = d->dtype, a.weight_dtype = d->weight_dtype, a.layout = d->layout;
+    a.padding_mode = d->padding_mode, a.activation = d->activation;
+    const int threads = 256;
+    int64_t blocks = (plan->y_elements + threads - 1) / threads;
+    if (blocks > 65535 * 16) blocks = 65535 * 16; /* the loop strides over the rest */
+    dwconv_generic_kernel<<<(unsigned)blocks, threads, 0, s->stream>>>(a);
+    GPU_TRY(cudaGetLastError(), msg);
+    return DWCONV_SUCCESS;
+}
+
+static dwconv_status gpu_timer_start(void *state, char *msg) {
+    gpu_state *s = (gpu_state *)state;
+    GPU_TRY(cudaSetDevice(s->device), msg);
+    GPU_TRY(cudaEventRecord(s->start, s->stream), msg);
+    s->timing = 1;
+    return DWCONV_SUCCESS;
+}
+
+static dwconv_status gpu_timer_stop(void *state, double *ms, char *msg) {
+    gpu_state *s = (gpu_state *)state;
+    if (!s->timing) {
+        snprintf(msg, DWCONV_MSG_SIZE, "the timer was not started");
+        return DWCONV_ERROR_INVALID_VALUE;
+    }
+    s->timing = 0;
+    float elapsed = 0.0f;
+    GPU_TRY(cudaSetDevice(s->device), msg);
+    GPU_TRY(cudaEventRecord(s->stop, s->stream), msg);
+    GPU_TRY(cudaEventSynchronize(s->stop), msg);
+    GPU_TRY(cudaEventElapsedTime(&elapsed, s->start, s->stop), msg);
+    *ms = elapsed;
+    return DWCONV_SUCCESS;
+}
+
+static const dwconv_module_ops gpu_ops = {
+    DWCONV_MODULE_ABI_VERSION,
+    sizeof(dwconv_module_ops),
+    DWCONV_GPU_NAME,
+    gpu_device_count,
+    gpu_device_name,
+    gpu_context_create,
+    gpu_context_destroy,
+    gpu_set_stream,
+    gpu_get_stream,
+    gpu_set_threads,
+    gpu_describe,
+    gpu_mem_alloc,
+    gpu_mem_free,
+    gpu_copy_to_backend,
+    gpu_copy_to_host,
+    gpu_copy_on_backend,
+    gpu_synchronize,
+    gpu_check_pointer,
+    gpu_forward,
+    gpu_timer_start,
+    gpu_timer_stop,
+};
+
+extern "C" __attribute__((visibility("default"))) const dwconv_module_ops *
+dwconv_module_entry_v1(void) {
+    return &gpu_ops;
+}

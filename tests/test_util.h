@@ -1,0 +1,45 @@
+/* Helpers every test binary shares: a seeded generator (failures reproduce), tensor
+ * fills that make f32 sums exact, poisoning, bitwise comparison, random descriptors. */
+#ifndef DWCONV_TEST_UTIL_H
+#define DWCONV_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dwconv.h"
+
+/* splitmix64: tiny, seedable, the same sequence on every machine. */
+typedef struct test_rng { uint64_t state; } test_rng;
+test_rng test_rng_seed(uint64_t seed);
+uint64_t test_rng_next(test_rng *rng);
+int64_t test_rng_range(test_rng *rng, int64_t lo, int64_t hi); /* uniform in [lo, hi] */
+float test_rng_float(test_rng *rng);                          /* uniform in [-1, 1) */
+
+/* The byte size of n elements of dtype. */
+size_t test_bytes(dwconv_dtype dtype, int64_t n);
+
+/* Small integers times 2^-scale_log2 in [-range, range], stored as dtype: every value
+ * is exact in f16 and bf16 too, and short sums of products stay exact in f32. */
+void test_fill_exact(test_rng *rng, dwconv_dtype dtype, void *data, int64_t n, int range,
+                     int scale_log2);
+/* Uniform values in [-1, 1) rounded to dtype (never zero-heavy). */
+void test_fill_random(test_rng *rng, dwconv_dtype dtype, void *data, int64_t n);
+/* The f32 value of element i. */
+float test_get(dwconv_dtype dtype, const void *data, int64_t i);
+
+/* Fills with a byte pattern no computation produces by chance; test_untouched says
+ * whether every byte still holds it. */
+void test_poison(void *data, size_t bytes);
+int test_untouched(const void *data, size_t bytes);
+
+/* Index of the first differing element (elements of elem_size bytes), or -1. */
+int64_t test_first_difference(const void *a, const void *b, size_t elem_size, int64_t n);
+
+/* A random valid descriptor: every option drawn, sizes up to max_length and
+ * max_channels, odd lengths, L < K, large dilation and all padding modes included.
+ * Retries until dwconv_desc_resolve accepts it. */
+dwconv_desc test_random_desc(test_rng *rng, int64_t max_length, int64_t max_channels);
+/* One line describing a descriptor, for failure messages. */
+const char *test_desc_string(const dwconv_desc *desc);
+
+#endif

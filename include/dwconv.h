@@ -230,6 +230,13 @@ DWCONV_API dwconv_status dwconv_forward(dwconv_context *context, const dwconv_de
                                         const void *x, const void *weight, const void *bias,
                                         void *y);
 
+/* The oracle: the same operation through the scalar reference implementation, one
+ * thread, on HOST memory, whatever backend is in use. Slow and obviously right;
+ * every backend's dwconv_forward is bitwise equal to it. Validates like
+ * dwconv_forward. */
+DWCONV_API dwconv_status dwconv_reference_forward(const dwconv_desc *desc, const void *x,
+                                                  const void *weight, const void *bias, void *y);
+
 /* ---- timing -------------------------------------------------------------------------- */
 
 /* Device-side timing of the work ordered between start and stop on the context's

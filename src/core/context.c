@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "internal.h"
 
 struct dwconv_context {
@@ -203,26 +204,35 @@ dwconv_status dwconv_synchronize(dwconv_context *context) {
 
 /* ---- the operation ---- */
 
+/* Everything dwconv_forward and dwconv_reference_forward check before any output
+ * is written: the pointers, the descriptor, and that y overlaps no input. */
+static dwconv_status check_forward_args(const char *who, const dwconv_desc *desc, const void *x,
+                                        const void *weight, const void *bias, const void *y,
+                                        dwconv_plan *plan) {
+    REQUIRE(desc, DWCONV_ERROR_NULL_POINTER, "%s: desc is NULL", who);
+    REQUIRE(x, DWCONV_ERROR_NULL_POINTER, "%s: x is NULL", who);
+    REQUIRE(weight, DWCONV_ERROR_NULL_POINTER, "%s: weight is NULL", who);
+    REQUIRE(y, DWCONV_ERROR_NULL_POINTER, "%s: y is NULL", who);
+    dwconv_status st = dwconv_plan_make(desc, plan, who);
+    if (st) return st;
+    plan->has_bias = bias != NULL;
+    REQUIRE(!ranges_overlap(y, plan->y_bytes, x, plan->x_bytes), DWCONV_ERROR_ALIASING,
+            "%s: y overlaps x (in-place convolution is not supported)", who);
+    REQUIRE(!ranges_overlap(y, plan->y_bytes, weight, plan->weight_bytes), DWCONV_ERROR_ALIASING,
+            "%s: y overlaps weight", who);
+    REQUIRE(!bias || !ranges_overlap(y, plan->y_bytes, bias, plan->bias_bytes),
+            DWCONV_ERROR_ALIASING, "%s: y overlaps bias", who);
+    return DWCONV_SUCCESS;
+}
+
 dwconv_status dwconv_forward(dwconv_context *context, const dwconv_desc *desc, const void *x,
                              const void *weight, const void *bias, void *y) {
     static const char who[] = "dwconv_forward";
     dwconv_clear_error();
     REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "%s: context is NULL", who);
-    REQUIRE(desc, DWCONV_ERROR_NULL_POINTER, "%s: desc is NULL", who);
-    REQUIRE(x, DWCONV_ERROR_NULL_POINTER, "%s: x is NULL", who);
-    REQUIRE(weight, DWCONV_ERROR_NULL_POINTER, "%s: weight is NULL", who);
-    REQUIRE(y, DWCONV_ERROR_NULL_POINTER, "%s: y is NULL", who);
     dwconv_plan plan;
-    dwconv_status st = dwconv_plan_make(desc, &plan, who);
+    dwconv_status st = check_forward_args(who, desc, x, weight, bias, y, &plan);
     if (st) return st;
-    plan.has_bias = bias != NULL;
-
-    REQUIRE(!ranges_overlap(y, plan.y_bytes, x, plan.x_bytes), DWCONV_ERROR_ALIASING,
-            "%s: y overlaps x (in-place convolution is not supported)", who);
-    REQUIRE(!ranges_overlap(y, plan.y_bytes, weight, plan.weight_bytes), DWCONV_ERROR_ALIASING,
-            "%s: y overlaps weight", who);
-    REQUIRE(!bias || !ranges_overlap(y, plan.y_bytes, bias, plan.bias_bytes),
-            DWCONV_ERROR_ALIASING, "%s: y overlaps bias", who);
 
     char msg[DWCONV_MSG_SIZE] = "";
     const struct { const void *ptr; size_t bytes; const char *name; } args[] = {
@@ -237,6 +247,17 @@ dwconv_status dwconv_forward(dwconv_context *context, const dwconv_desc *desc, c
 
     st = context->ops->forward(context->state, &plan, x, weight, bias, y, msg);
     if (st) return dwconv_fail(st, "%s: %s", who, msg);
+    return DWCONV_SUCCESS;
+}
+
+dwconv_status dwconv_reference_forward(const dwconv_desc *desc, const void *x,
+                                       const void *weight, const void *bias, void *y) {
+    dwconv_clear_error();
+    dwconv_plan plan;
+    dwconv_status st = check_forward_args("dwconv_reference_forward", desc, x, weight, bias, y,
+                                          &plan);
+    if (st) return st;
+    dwconv_cpu_reference(&plan, x, weight, bias, y);
     return DWCONV_SUCCESS;
 }
 

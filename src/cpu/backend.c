@@ -126,7 +126,8 @@ static dwconv_status cpu_check_pointer(void *state, const void *ptr, size_t byte
 static dwconv_status cpu_forward(void *state, const dwconv_plan *plan, const void *x,
                                  const void *weight, const void *bias, void *y, char *msg) {
     dwconv_status st = dwconv_cpu_fast(plan, x, weight, bias, y, ((cpu_state *)state)->threads);
-    if (st) snprintf(msg, DWCONV_MSG_SIZE, "cannot allocate the cpu path's scratch memory");
+    if (st == DWCONV_ERROR_UNSUPPORTED) snprintf(msg, DWCONV_MSG_SIZE, "%s", dwconv_cpu_simd_error());
+    else if (st) snprintf(msg, DWCONV_MSG_SIZE, "cannot allocate the cpu path's scratch memory");
     return st;
 }
 

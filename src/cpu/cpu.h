@@ -14,11 +14,16 @@ void dwconv_cpu_reference(const dwconv_plan *plan, const void *x, const void *we
                           const void *bias, void *y);
 
 /* The fast path: threads OpenMP threads (0: OpenMP's default). Returns
- * DWCONV_ERROR_OUT_OF_MEMORY (nothing written) if its scratch cannot be allocated. */
+ * DWCONV_ERROR_OUT_OF_MEMORY (nothing written) if its scratch cannot be allocated,
+ * DWCONV_ERROR_UNSUPPORTED (nothing written) if DWCONV_CPU_SIMD cannot be met. */
 dwconv_status dwconv_cpu_fast(const dwconv_plan *plan, const void *x, const void *weight,
                               const void *bias, void *y, int threads);
 
 /* The SIMD flavour the fast path uses on this CPU ("generic", ...). */
 const char *dwconv_cpu_simd_name(void);
+
+/* Why the fast path returns DWCONV_ERROR_UNSUPPORTED (DWCONV_CPU_SIMD asks for a
+ * flavour this build or processor lacks), or "" when it runs. */
+const char *dwconv_cpu_simd_error(void);
 
 #endif

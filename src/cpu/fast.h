@@ -1,0 +1,27 @@
+/* The fast path's driver, shared between its files: fast.c (entry, threads),
+ * fast_ncl.c and fast_nlc.c (each layout's work split). Plain C: the SIMD lives in the
+ * kernel tables (kernels.h). */
+#ifndef DWCONV_CPU_FAST_H
+#define DWCONV_CPU_FAST_H
+
+#include <stdint.h>
+
+#include "kernels.h"
+
+/* This thread's index inside the driver's parallel regions (0 without OpenMP). */
+int dwconv_cpu_thread_index(void);
+
+static inline int64_t dwconv_round_up(int64_t value, int64_t multiple) {
+    return (value + multiple - 1) / multiple * multiple;
+}
+
+/* Each layout's forward pass on nt threads. Both allocate all their scratch before
+ * writing any output and return DWCONV_ERROR_OUT_OF_MEMORY, y untouched, without it. */
+dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
+                                  const void *x, const void *weight, const void *bias, void *y,
+                                  int nt);
+dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
+                                  const void *x, const void *weight, const void *bias, void *y,
+                                  int nt);
+
+#endif

@@ -1,0 +1,236 @@
+/* NCL: rows (b, c) of L inputs, vectorized across outputs. Work items are rows, or
+ * segments of rows when there are too few rows to keep every thread busy.
+ *
+ * Where an f32 row is read with stride 1 and every tap is inside [0, L), the kernels
+ * read x directly. Everything else (the edges, f16/bf16, stride > 1, any padding mode)
+ * goes through tiles staged in f32: for stride s, tap k reads phase (k*d) mod s of the
+ * input at offset (k*d) / s, so each phase is gathered once into its own buffer (with
+ * the padding applied) and every tap becomes a plain stride-1 stream again. */
+#include <config.h>
+
+#include <stdlib.h>
+
+#include "dwconv_indexing.h"
+#include "elements.h"
+#include "fast.h"
+
+enum {
+    MIN_TILE = 1024,       /* staged outputs per tile: the buffers stay in L1/L2 */
+    MIN_SEGMENT = 2048,    /* outputs per work item when rows are split */
+    ITEMS_PER_THREAD = 8,  /* enough items to even out the threads' shares */
+};
+
+/* One phase of the staged input: taps k with k mod period == index. */
+typedef struct ncl_phase {
+    int64_t residue;    /* (index * d) mod s: where the phase starts */
+    int64_t qmin, qmax; /* the offsets (k * d) / s of its first and last tap */
+    int64_t offset;     /* of its buffer in a thread's staging area (floats) */
+} ncl_phase;
+
+typedef struct ncl_job {
+    const dwconv_cpu_kernels *kernels;
+    const dwconv_plan *plan;
+    const void *x, *bias;
+    void *y;
+    int64_t K, s, d, pad, L, L_out;
+    size_t elem; /* bytes per x and y element */
+    int window;  /* d == s: one phase whose taps are consecutive */
+    int64_t overread;
+    int64_t direct_begin, direct_end; /* outputs read straight from x (maybe none) */
+    int64_t tile, period, phases;
+    int64_t segment, segments;
+    ncl_phase *phase;
+    float *weights; /* C*K, widened once */
+    char *scratch;  /* per thread: taps, staging, one tile of outputs */
+    size_t scratch_stride;
+    int64_t stage_floats;
+} ncl_job;
+
+static int64_t gcd(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* ceil(a / b) for b > 0 and any sign of a */
+static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+
+static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* The geometry of one call: phases, tile, direct stretch, work split. */
+static void plan_job(ncl_job *j, int nt) {
+    const dwconv_desc *d = &j->plan->desc;
+    const int64_t lanes = j->kernels->lanes, span = j->d * (j->K - 1);
+    j->window = j->d == j->s;
+    j->overread = j->window ? j->kernels->overread : 0;
+
+    j->period = j->s / gcd(j->s, j->d);
+    j->phases = j->K < j->period ? j->K : j->period;
+    int64_t widest = 0, stage = 0;
+    for (int64_t i = 0; i < j->phases; i++) {
+        int64_t last = i + (j->K - 1 - i) / j->period * j->period; /* last tap of the phase */
+        ncl_phase *p = &j->phase[i];
+        p->residue = i * j->d % j->s;
+        p->qmin = i * j->d / j->s;
+        p->qmax = last * j->d / j->s;
+        if (p->qmax - p->qmin > widest) widest = p->qmax - p->qmin;
+    }
+    /* A tile at least as long as a phase's reach keeps staging within twice the work. */
+    j->tile = dwconv_round_up(widest > MIN_TILE ? widest : MIN_TILE, 64);
+    if (j->tile > dwconv_round_up(j->L_out, lanes)) j->tile = dwconv_round_up(j->L_out, lanes);
+    for (int64_t i = 0; i < j->phases; i++) {
+        j->phase[i].offset = stage;
+        stage += dwconv_round_up(j->tile + j->phase[i].qmax - j->phase[i].qmin + j->overread, 16);
+    }
+    j->stage_floats = stage;
+
+    j->direct_begin = j->direct_end = 0;
+    if (d->dtype == DWCONV_F32 && j->s == 1) {
+        j->direct_begin = dwconv_interior_begin(j->pad, 1);
+        if (j->direct_begin > j->L_out) j->direct_begin = j->L_out;
+        j->direct_end = dwconv_interior_end(j->L, j->pad, 1, span + j->overread, j->L_out,
+                                            j->direct_begin);
+    }
+
+    const int64_t rows = d->batch * d->channels, wanted = (int64_t)nt * ITEMS_PER_THREAD;
+    j->segments = 1;
+    if (rows < wanted) {
+        j->segments = ceil_div(wanted, rows);
+        int64_t most = ceil_div(j->L_out, MIN_SEGMENT);
+        if (j->segments > most) j->segments = most;
+    }
+    j->segment = dwconv_round_up(ceil_div(j->L_out, j->segments), lanes);
+    j->segments = ceil_div(j->L_out, j->segment);
+}
+
+/* buf[m] = xp(base + m*s) for m in [from, to): positions outside [0, L), scalar. */
+static void stage_padding(const ncl_job *j, const void *x_row, int64_t base, int64_t from,
+                          int64_t to, float *buf) {
+    const dwconv_desc *d = &j->plan->desc;
+    for (int64_t m = from; m < to; m++) {
+        int64_t i = dwconv_source_index(d->padding_mode, base + m * j->s, j->L);
+        buf[m] = i < 0 ? 0.0f : dwconv_load(d->dtype, x_row, i);
+    }
+}
+
+/* buf[m] = xp(base + m*s) for m < count, widened to f32: the positions inside [0, L)
+ * through the flavour's gather, the padding around them one by one. */
+static void stage_phase(const ncl_job *j, const void *x_row, int64_t base, int64_t count,
+                        float *buf) {
+    int64_t inside_begin = base >= 0 ? 0 : ceil_div(-base, j->s);
+    int64_t inside_end = j->L - base > 0 ? ceil_div(j->L - base, j->s) : 0;
+    if (inside_end > count) inside_end = count;
+    if (inside_begin > inside_end) inside_begin = inside_end;
+    stage_padding(j, x_row, base, 0, inside_begin, buf);
+    if (inside_end > inside_begin)
+        j->kernels->gather(j->plan->desc.dtype,
+                           (const char *)x_row + (size_t)(base + inside_begin * j->s) * j->elem,
+                           j->s, inside_end - inside_begin, buf + inside_begin);
+    stage_padding(j, x_row, base, inside_end, count, buf);
+}
+
+/* Outputs [o0, o0 + n) of one row through the staging buffers, n <= tile. */
+static void staged_tile(const ncl_job *j, dwconv_cpu_taps *taps, const void *x_row, void *y_row,
+                        int64_t o0, int64_t n, char *scratch) {
+    const dwconv_cpu_kernels *k = j->kernels;
+    const dwconv_dtype dtype = j->plan->desc.dtype;
+    const int64_t n_pad = dwconv_round_up(n, k->lanes);
+    float *stage = (float *)(scratch + align64(sizeof(float *) * (size_t)j->K));
+    float *out = stage + j->stage_floats;
+    const float **tap = (const float **)scratch;
+
+    for (int64_t i = 0; i < j->phases; i++) {
+        const ncl_phase *p = &j->phase[i];
+        float *buf = stage + p->offset;
+        int64_t reach = p->qmax - p->qmin, needed = n + reach;
+        stage_phase(j, x_row, o0 * j->s - j->pad + p->residue + p->qmin * j->s, needed, buf);
+        for (int64_t m = needed; m < n_pad + reach + j->overread; m++) buf[m] = 0.0f;
+    }
+    for (int64_t kk = 0; kk < j->K; kk++) {
+        const ncl_phase *p = &j->phase[kk % j->period];
+        tap[kk] = stage + p->offset + (kk * j->d / j->s - p->qmin);
+    }
+    int straight = dtype == DWCONV_F32 && n == n_pad; /* whole vectors: write y itself */
+    float *dst = straight ? (float *)y_row + o0 : out;
+    (j->window ? k->conv_window : k->conv)(taps, n_pad, dst);
+    if (!straight) k->narrow(dtype, out, n, (char *)y_row + (size_t)o0 * j->elem);
+}
+
+static void staged_range(const ncl_job *j, dwconv_cpu_taps *taps, const void *x_row, void *y_row,
+                         int64_t begin, int64_t end, char *scratch) {
+    for (int64_t o0 = begin; o0 < end; o0 += j->tile)
+        staged_tile(j, taps, x_row, y_row, o0, end - o0 < j->tile ? end - o0 : j->tile, scratch);
+}
+
+/* Outputs [begin, end) of row `row`: staged edges around a direct middle. */
+static void row_segment(const ncl_job *j, int64_t row, int64_t begin, int64_t end, char *scratch) {
+    const dwconv_desc *d = &j->plan->desc;
+    const int64_t c = row % d->channels, lanes = j->kernels->lanes;
+    const void *x_row = (const char *)j->x + (size_t)(row * j->L) * j->elem;
+    void *y_row = (char *)j->y + (size_t)(row * j->L_out) * j->elem;
+    dwconv_cpu_taps taps = {
+        .tap = (const float *const *)scratch,
+        .weight = j->weights + c * j->K,
+        .kernel_size = j->K,
+        .bias = j->bias ? dwconv_load(d->weight_dtype, j->bias, c) : 0.0f,
+        .activation = d->activation,
+    };
+    int64_t da = begin > j->direct_begin ? begin : j->direct_begin;
+    int64_t db = end < j->direct_end ? end : j->direct_end;
+    if (db - da >= lanes) {
+        db = da + (db - da) / lanes * lanes;
+        const float **tap = (const float **)scratch;
+        for (int64_t k = 0; k < j->K; k++) tap[k] = (const float *)x_row + da - j->pad + k * j->d;
+        (j->window ? j->kernels->conv_window : j->kernels->conv)(&taps, db - da, (float *)y_row + da);
+    } else {
+        da = db = begin;
+    }
+    staged_range(j, &taps, x_row, y_row, begin, da, scratch);
+    staged_range(j, &taps, x_row, y_row, db, end, scratch);
+}
+
+dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
+                                  const void *x, const void *weight, const void *bias, void *y,
+                                  int nt) {
+    const dwconv_desc *d = &plan->desc;
+    ncl_job j = {
+        .kernels = kernels, .plan = plan, .x = x, .bias = bias, .y = y,
+        .K = d->kernel_size, .s = d->stride, .d = d->dilation, .pad = d->pad_left,
+        .L = d->length, .L_out = plan->output_length, .elem = dwconv_dtype_size(d->dtype),
+    };
+    const int64_t period = j.s / gcd(j.s, j.d), phases = j.K < period ? j.K : period;
+    j.phase = malloc(sizeof(ncl_phase) * (size_t)phases);
+    if (!j.phase) return DWCONV_ERROR_OUT_OF_MEMORY;
+    plan_job(&j, nt);
+
+    /* scratch per thread: K tap pointers, the phase buffers, a tile of f32 outputs */
+    j.scratch_stride = align64(sizeof(float *) * (size_t)j.K) +
+                       align64(sizeof(float) * (size_t)(j.stage_floats + j.tile));
+    size_t weights_bytes = align64(sizeof(float) * (size_t)(d->channels * j.K));
+    char *block = aligned_alloc(64, weights_bytes + j.scratch_stride * (size_t)nt);
+    if (!block) {
+        free(j.phase);
+        return DWCONV_ERROR_OUT_OF_MEMORY;
+    }
+    j.weights = (float *)block;
+    j.scratch = block + weights_bytes;
+
+    const int64_t CK = d->channels * j.K, items = d->batch * d->channels * j.segments;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < CK; i++) j.weights[i] = dwconv_load(d->weight_dtype, weight, i);
+        char *scratch = j.scratch + j.scratch_stride * (size_t)dwconv_cpu_thread_index();
+#pragma omp for schedule(static)
+        for (int64_t item = 0; item < items; item++) {
+            int64_t row = item / j.segments, begin = item % j.segments * j.segment;
+            int64_t end = begin + j.segment < j.L_out ? begin + j.segment : j.L_out;
+            row_segment(&j, row, begin, end, scratch);
+        }
+    }
+    free(block);
+    free(j.phase);
+    return DWCONV_SUCCESS;
+}

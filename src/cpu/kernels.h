@@ -1,0 +1,87 @@
+/* The SIMD flavours of the fast path. Each flavour (generic C, AVX2+FMA, AVX-512) is
+ * one table of kernels, compiled from the same source (kernels_impl.h) with its own
+ * -m flags in its own convenience library; the driver (fast*.c, plain C) plans the
+ * work and calls the table that select.c chose once for this process.
+ *
+ * Every kernel performs the contract's operations in the contract's order, vectorized
+ * across outputs (NCL) or channels (NLC), never across taps, so all flavours agree
+ * bit for bit with the scalar reference. */
+#ifndef DWCONV_CPU_KERNELS_H
+#define DWCONV_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dwconv_module.h"
+
+/* One stretch of outputs of one NCL row, in f32:
+ *   out[j] = act(bias + sum_k weight[k] * tap[k][j])     (fma chain, k ascending)
+ * tap[k][j] is the input tap k reads for output j: a staged buffer or x itself. */
+typedef struct dwconv_cpu_taps {
+    const float *const *tap; /* K pointers */
+    const float *weight;     /* K weights, widened to f32 */
+    int64_t kernel_size;
+    float bias;              /* +0.0f without bias */
+    int activation;          /* a dwconv_activation */
+} dwconv_cpu_taps;
+
+/* A block of NLC output positions: for position p and channel c < channels,
+ *   y[p*channels + c] = act(bias[c] + sum_k weight_kc[k*channels + c] * row[p*K + k][c])
+ * row[p*K + k] points at the input row (channels elements of dtype) tap k reads for
+ * position p: a row of x, or a row of zeros where the padding reads zeros. */
+typedef struct dwconv_cpu_nlc {
+    dwconv_dtype dtype; /* of x and y */
+    int64_t channels, kernel_size;
+    const float *weight_kc; /* weights transposed to [k][c], widened to f32 */
+    const float *bias;      /* channels values: the bias widened, or zeros */
+    int activation;
+} dwconv_cpu_nlc;
+
+typedef struct dwconv_cpu_kernels {
+    const char *name; /* "generic", "avx2", "avx512": what DWCONV_CPU_SIMD selects */
+    int lanes;        /* floats per vector: n below is always a multiple of it */
+    int overread;     /* floats conv_window may read past tap[K-1][n-1] (zeros staged) */
+
+    /* The stretch above for n outputs; reads tap[k][0, n), writes out[0, n). */
+    void (*conv)(const dwconv_cpu_taps *taps, int64_t n, float *out);
+    /* The same when tap[k] == tap[0] + k: shares each shifted window between
+     * outputs, which long kernels need to reach the FMA units' limit. */
+    void (*conv_window)(const dwconv_cpu_taps *taps, int64_t n, float *out);
+
+    /* dst[j] = src[j*stride] widened to f32, j < n (any n, any alignment). */
+    void (*gather)(dwconv_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+    /* dst[j] = src[j] rounded to dtype (a plain copy for f32), j < n. */
+    void (*narrow)(dwconv_dtype dtype, const float *src, int64_t n, void *dst);
+
+    /* positions NLC output positions, written to y (consecutive rows). */
+    void (*nlc)(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions, void *y);
+} dwconv_cpu_kernels;
+
+extern const dwconv_cpu_kernels dwconv_cpu_kernels_generic;
+#ifdef DWCONV_HAVE_AVX2
+extern const dwconv_cpu_kernels dwconv_cpu_kernels_avx2;
+#endif
+#ifdef DWCONV_HAVE_AVX512
+extern const dwconv_cpu_kernels dwconv_cpu_kernels_avx512;
+#endif
+
+/* ---- choice (select.c) ---- */
+
+/* The flavour called name ("generic", "avx2", "avx512", or "auto": the best one this
+ * build and this processor offer). UNSUPPORTED, with the reason in msg, when the name
+ * is unknown, the flavour was not built, or the processor lacks its instructions. */
+dwconv_status dwconv_cpu_kernels_find(const char *name, const dwconv_cpu_kernels **kernels,
+                                      char *msg, size_t msg_size);
+
+/* The flavour of this process: DWCONV_CPU_SIMD from the environment (read once, at
+ * first use), else "auto". NULL when the request cannot be met; msg says why. */
+const dwconv_cpu_kernels *dwconv_cpu_kernels_active(char *msg, size_t msg_size);
+
+/* ---- the driver (fast.c) ---- */
+
+/* dwconv_cpu_fast with a given flavour: the tests run every flavour this way. */
+dwconv_status dwconv_cpu_fast_with(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
+                                   const void *x, const void *weight, const void *bias, void *y,
+                                   int threads);
+
+#endif

@@ -1,0 +1,293 @@
+/* The kernels of the fast path, written once over the vector vocabulary of a
+ * vec_<flavour>.h header (included first) and compiled once per flavour with that
+ * flavour's flags. The including file defines KERNELS_TABLE (the table's name) and
+ * KERNELS_NAME (the flavour's name) and includes nothing after this file.
+ *
+ * Bitwise agreement with the reference rests on three rules: every lane performs the
+ * contract's operations in its order (fma chain over k ascending, then the
+ * activation, then the rounding); the vector operations used are IEEE basic
+ * operations with round-to-nearest; and the file is built with -ffp-contract=off. */
+#include <stdint.h>
+#include <string.h>
+
+#include "elements.h"
+#include "kernels.h"
+
+#define VL VEC_LANES
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+/* Loops over the vectors in flight must unroll, or the accumulators live in memory. */
+#define UNROLLED _Pragma("GCC unroll 16")
+
+/* ---- activations: dwconv_numerics.h lane by lane ---- */
+
+static inline vf v_neg(vf x) { return vi_as_vf(vi_xor(vf_as_vi(x), vi_set1(INT32_MIN))); }
+
+/* dwconv_exp: the same operations; the special cases are computed and blended. */
+static inline vf v_exp(vf x) {
+    const vf big = vf_set1(12582912.0f); /* 1.5*2^23 */
+    vf n = vf_sub(vf_fma(x, vf_set1(1.44269502162933349609f), big), big);
+    vf r = vf_fma(n, vf_set1(-0.693359375f), x);
+    r = vf_fma(n, vf_set1(2.12194440e-4f), r);
+    vf p = vf_set1(1.9875691500e-4f);
+    p = vf_fma(p, r, vf_set1(1.3981999507e-3f));
+    p = vf_fma(p, r, vf_set1(8.3334519073e-3f));
+    p = vf_fma(p, r, vf_set1(4.1665795894e-2f));
+    p = vf_fma(p, r, vf_set1(1.6666665459e-1f));
+    p = vf_fma(p, r, vf_set1(5.0000001201e-1f));
+    p = vf_fma(p, vf_mul(r, r), r);
+    p = vf_add(p, vf_set1(1.0f));
+    vi ni = vf_trunc(n);
+    vi n1 = vi_sra(vi_add(ni, vi_srl(ni, 31)), 1); /* ni / 2, rounded toward zero as in C */
+    vi n2 = vi_sub(ni, n1);
+    vf s1 = vi_as_vf(vi_sll(vi_add(n1, vi_set1(127)), 23));
+    vf s2 = vi_as_vf(vi_sll(vi_add(n2, vi_set1(127)), 23));
+    vf e = vf_mul(vf_mul(p, s1), s2);
+    e = vf_select(vf_lt(x, vf_set1(-103.972084045410156f)), vf_set1(0.0f), e);
+    e = vf_select(vf_gt(x, vf_set1(88.72283935546875f)), vi_as_vf(vi_set1(0x7f800000)), e);
+    return vf_select(vf_isnan(x), x, e);
+}
+
+ALWAYS_INLINE vf v_activate(vf acc, const int act) {
+    if (act == DWCONV_ACT_RELU) return vf_select(vf_lt(acc, vf_set1(0.0f)), vf_set1(0.0f), acc);
+    if (act == DWCONV_ACT_SILU) return vf_div(acc, vf_add(vf_set1(1.0f), v_exp(v_neg(acc))));
+    return acc;
+}
+
+/* ---- storage types: whole vectors, and the last partial one through a buffer ---- */
+
+/* dwconv_f32_to_bf16 in integer lanes: round half to even, NaN kept quiet. */
+static inline vh v_to_bf16(vf a) {
+    vi u = vf_as_vi(a);
+    vi high = vi_srl(u, 16);
+    vi rounded = vi_srl(vi_add(u, vi_add(vi_set1(0x7fff), vi_and(high, vi_set1(1)))), 16);
+    vm nan = vi_gt(vi_and(u, vi_set1(0x7fffffff)), vi_set1(0x7f800000));
+    return vh_pack(vi_select(nan, vi_or(high, vi_set1(0x40)), rounded));
+}
+
+/* element i of base onward, widened */
+ALWAYS_INLINE vf v_load(const dwconv_dtype dt, const void *base, int64_t i) {
+    if (dt == DWCONV_BF16) return vf_from_bf16(vh_load((const uint16_t *)base + i));
+    if (dt == DWCONV_F16) return vf_from_f16(vh_load((const uint16_t *)base + i));
+    return vf_loadu((const float *)base + i);
+}
+
+ALWAYS_INLINE void v_store(const dwconv_dtype dt, void *base, int64_t i, vf v) {
+    if (dt == DWCONV_BF16) vh_store((uint16_t *)base + i, v_to_bf16(v));
+    else if (dt == DWCONV_F16) vh_store((uint16_t *)base + i, vh_from_f16_round(v));
+    else vf_storeu((float *)base + i, v);
+}
+
+typedef union lanes_buffer {
+    float f[VL];
+    uint16_t h[VL];
+} lanes_buffer;
+
+/* count < VL elements; the other lanes read zeros */
+ALWAYS_INLINE vf v_load_part(const dwconv_dtype dt, const void *base, int64_t i, int count) {
+    size_t size = dt == DWCONV_F32 ? 4 : 2;
+    lanes_buffer buf = {{0}};
+    memcpy(&buf, (const char *)base + (size_t)i * size, (size_t)count * size);
+    return v_load(dt, &buf, 0);
+}
+
+ALWAYS_INLINE void v_store_part(const dwconv_dtype dt, void *base, int64_t i, vf v, int count) {
+    size_t size = dt == DWCONV_F32 ? 4 : 2;
+    lanes_buffer buf;
+    v_store(dt, &buf, 0, v);
+    memcpy((char *)base + (size_t)i * size, &buf, (size_t)count * size);
+}
+
+/* count <= VL elements: whole vector when count == VL (a constant folds the test) */
+ALWAYS_INLINE vf v_load_n(const dwconv_dtype dt, const void *base, int64_t i, int count) {
+    return count == VL ? v_load(dt, base, i) : v_load_part(dt, base, i, count);
+}
+
+ALWAYS_INLINE void v_store_n(const dwconv_dtype dt, void *base, int64_t i, vf v, int count) {
+    if (count == VL) v_store(dt, base, i, v);
+    else v_store_part(dt, base, i, v, count);
+}
+
+/* ---- NCL: a stretch of one row, any taps ---- */
+
+/* nb output vectors from j: K loads and K fmas each, the weight broadcast once. */
+ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, float *out, const int nb,
+                              const int act) {
+    vf acc[VEC_BLOCK];
+    UNROLLED
+    for (int m = 0; m < nb; m++) acc[m] = vf_set1(t->bias);
+    for (int64_t k = 0; k < t->kernel_size; k++) {
+        const vf w = vf_set1(t->weight[k]);
+        const float *p = t->tap[k] + j;
+        UNROLLED
+        for (int m = 0; m < nb; m++) acc[m] = vf_fma(vf_loadu(p + m * VL), w, acc[m]);
+    }
+    UNROLLED
+    for (int m = 0; m < nb; m++) vf_storeu(out + j + m * VL, v_activate(acc[m], act));
+}
+
+ALWAYS_INLINE void conv_rows(const dwconv_cpu_taps *t, int64_t n, float *out, const int act) {
+    int64_t j = 0;
+    for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) conv_block(t, j, out, VEC_BLOCK, act);
+    for (; j < n; j += VL) conv_block(t, j, out, 1, act);
+}
+
+static void k_conv(const dwconv_cpu_taps *t, int64_t n, float *out) {
+    switch (t->activation) {
+    case DWCONV_ACT_RELU: conv_rows(t, n, out, DWCONV_ACT_RELU); break;
+    case DWCONV_ACT_SILU: conv_rows(t, n, out, DWCONV_ACT_SILU); break;
+    default: conv_rows(t, n, out, DWCONV_ACT_NONE); break;
+    }
+}
+
+/* ---- NCL: consecutive taps, windows shared ---- */
+
+/* Taps go by blocks of VL: the vectors A[m] = src[k0 + m*VL ...] are loaded once per
+ * block and every window of the block is cut from them (vf_window), so a window
+ * costs a shift or one load, and the weight broadcast serves nb outputs. */
+ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, float *out, const int nb,
+                                const int act) {
+    const float *src = t->tap[0] + j;
+    const int64_t K = t->kernel_size;
+    vf acc[VEC_BLOCK];
+    UNROLLED
+    for (int m = 0; m < nb; m++) acc[m] = vf_set1(t->bias);
+    for (int64_t k0 = 0; k0 < K; k0 += VL) {
+        vf a[VEC_BLOCK + 1];
+        UNROLLED
+        for (int m = 0; m < nb; m++) a[m] = vf_loadu(src + k0 + m * VL);
+        a[nb] = VEC_WINDOW_OVERREAD ? vf_loadu(src + k0 + nb * VL) : a[nb - 1];
+        UNROLLED
+        for (int r = 0; r < VL; r++) {
+            if (k0 + r >= K) break;
+            const vf w = vf_set1(t->weight[k0 + r]);
+            UNROLLED
+            for (int m = 0; m < nb; m++)
+                acc[m] = vf_fma(vf_window(a[m], a[m + 1], src + k0 + m * VL, r), w, acc[m]);
+        }
+    }
+    UNROLLED
+    for (int m = 0; m < nb; m++) vf_storeu(out + j + m * VL, v_activate(acc[m], act));
+}
+
+ALWAYS_INLINE void window_rows(const dwconv_cpu_taps *t, int64_t n, float *out, const int act) {
+    int64_t j = 0;
+    for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) window_block(t, j, out, VEC_BLOCK, act);
+    for (; j < n; j += VL) window_block(t, j, out, 1, act);
+}
+
+static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, float *out) {
+    switch (t->activation) {
+    case DWCONV_ACT_RELU: window_rows(t, n, out, DWCONV_ACT_RELU); break;
+    case DWCONV_ACT_SILU: window_rows(t, n, out, DWCONV_ACT_SILU); break;
+    default: window_rows(t, n, out, DWCONV_ACT_NONE); break;
+    }
+}
+
+/* ---- staging and rounding ---- */
+
+ALWAYS_INLINE void gather_typed(const dwconv_dtype dt, const void *src, int64_t stride,
+                                int64_t n, float *dst) {
+    int64_t j = 0;
+    if (stride == 1) {
+        for (; j + VL <= n; j += VL) vf_storeu(dst + j, v_load(dt, src, j));
+    } else if (stride == 2) {
+        /* a vector reads src[2j .. 2j + 2VL - 1]: stop while one element is left over */
+        for (; j + VL < n; j += VL) {
+            if (dt == DWCONV_F32) vf_storeu(dst + j, vf_load_even((const float *)src + 2 * j));
+            else {
+                vh h = vh_load_even((const uint16_t *)src + 2 * j);
+                vf_storeu(dst + j, dt == DWCONV_BF16 ? vf_from_bf16(h) : vf_from_f16(h));
+            }
+        }
+    }
+    for (; j < n; j++) dst[j] = dwconv_load(dt, src, j * stride);
+}
+
+static void k_gather(dwconv_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst) {
+    switch (dtype) {
+    case DWCONV_BF16: gather_typed(DWCONV_BF16, src, stride, n, dst); break;
+    case DWCONV_F16: gather_typed(DWCONV_F16, src, stride, n, dst); break;
+    default: gather_typed(DWCONV_F32, src, stride, n, dst); break;
+    }
+}
+
+ALWAYS_INLINE void narrow_typed(const dwconv_dtype dt, const float *src, int64_t n, void *dst) {
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) v_store(dt, dst, j, vf_loadu(src + j));
+    for (; j < n; j++) dwconv_store(dt, dst, j, src[j]);
+}
+
+static void k_narrow(dwconv_dtype dtype, const float *src, int64_t n, void *dst) {
+    switch (dtype) {
+    case DWCONV_BF16: narrow_typed(DWCONV_BF16, src, n, dst); break;
+    case DWCONV_F16: narrow_typed(DWCONV_F16, src, n, dst); break;
+    default: narrow_typed(DWCONV_F32, src, n, dst); break;
+    }
+}
+
+/* ---- NLC: vectors across channels ---- */
+
+enum { NLC_POSITIONS = 4 }; /* positions in flight: each weight vector serves four */
+
+/* Channels [c0, c0 + count) of positions [p0, p0 + np). */
+ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *row, int64_t p0,
+                                const int np, void *y, int64_t c0, const int count,
+                                const dwconv_dtype dt, const int act) {
+    const int64_t C = job->channels, K = job->kernel_size;
+    vf acc[NLC_POSITIONS];
+    const vf bias = v_load_n(DWCONV_F32, job->bias, c0, count);
+    UNROLLED
+    for (int p = 0; p < np; p++) acc[p] = bias;
+    for (int64_t k = 0; k < K; k++) {
+        const vf w = v_load_n(DWCONV_F32, job->weight_kc, k * C + c0, count);
+        UNROLLED
+        for (int p = 0; p < np; p++)
+            acc[p] = vf_fma(v_load_n(dt, row[(p0 + p) * K + k], c0, count), w, acc[p]);
+    }
+    UNROLLED
+    for (int p = 0; p < np; p++) v_store_n(dt, y, (p0 + p) * C + c0, v_activate(acc[p], act), count);
+}
+
+ALWAYS_INLINE void nlc_positions(const dwconv_cpu_nlc *job, const void *const *row, int64_t p0,
+                                 const int np, void *y, const dwconv_dtype dt, const int act) {
+    const int64_t C = job->channels;
+    int64_t c0 = 0;
+    for (; c0 + VL <= C; c0 += VL) nlc_channels(job, row, p0, np, y, c0, VL, dt, act);
+    if (c0 < C) nlc_channels(job, row, p0, np, y, c0, (int)(C - c0), dt, act);
+}
+
+ALWAYS_INLINE void nlc_typed(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
+                             void *y, const dwconv_dtype dt, const int act) {
+    int64_t p0 = 0;
+    for (; p0 + NLC_POSITIONS <= positions; p0 += NLC_POSITIONS)
+        nlc_positions(job, row, p0, NLC_POSITIONS, y, dt, act);
+    for (; p0 < positions; p0++) nlc_positions(job, row, p0, 1, y, dt, act);
+}
+
+ALWAYS_INLINE void nlc_act(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
+                           void *y, const int act) {
+    switch (job->dtype) {
+    case DWCONV_BF16: nlc_typed(job, row, positions, y, DWCONV_BF16, act); break;
+    case DWCONV_F16: nlc_typed(job, row, positions, y, DWCONV_F16, act); break;
+    default: nlc_typed(job, row, positions, y, DWCONV_F32, act); break;
+    }
+}
+
+static void k_nlc(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions, void *y) {
+    switch (job->activation) {
+    case DWCONV_ACT_RELU: nlc_act(job, row, positions, y, DWCONV_ACT_RELU); break;
+    case DWCONV_ACT_SILU: nlc_act(job, row, positions, y, DWCONV_ACT_SILU); break;
+    default: nlc_act(job, row, positions, y, DWCONV_ACT_NONE); break;
+    }
+}
+
+const dwconv_cpu_kernels KERNELS_TABLE = {
+    .name = KERNELS_NAME,
+    .lanes = VL,
+    .overread = VEC_WINDOW_OVERREAD,
+    .conv = k_conv,
+    .conv_window = k_conv_window,
+    .gather = k_gather,
+    .narrow = k_narrow,
+    .nlc = k_nlc,
+};

@@ -1,0 +1,95 @@
+/* The vector vocabulary of kernels_impl.h in AVX-512 (F, BW, VL, DQ) with F16C: 16
+ * floats per vector. Only IEEE operations with round-to-nearest and exact integer
+ * bit manipulation, so a lane computes what the scalar contract computes. */
+#ifndef DWCONV_VEC_AVX512_H
+#define DWCONV_VEC_AVX512_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#define VEC_LANES 16
+#define VEC_BLOCK 8 /* output vectors in flight: 8 accumulators hide the FMA latency */
+/* Windows come from registers (valignd) for even shifts and from loads for odd ones:
+ * the mix keeps both the shuffle and the load ports busy (measured on Zen 5: 6.0
+ * FMAs/ns against 4.6 with shifts only and 3.7 with loads only, K = 31). The register
+ * windows need the vector after the last tap's: up to 16 floats more are read. */
+#define VEC_WINDOW_OVERREAD 16
+
+typedef __m512 vf;    /* 16 floats */
+typedef __m512i vi;   /* 16 int32 */
+typedef __mmask16 vm; /* a lane mask */
+typedef __m256i vh;   /* 16 halves (f16 or bf16 bits) */
+
+static inline vf vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vf_storeu(float *p, vf v) { _mm512_storeu_ps(p, v); }
+static inline vf vf_set1(float f) { return _mm512_set1_ps(f); }
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline vm vf_lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+static inline vm vf_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+static inline vm vf_isnan(vf a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+static inline vf vf_select(vm m, vf yes, vf no) { return _mm512_mask_blend_ps(m, no, yes); }
+
+static inline vi vi_set1(int32_t i) { return _mm512_set1_epi32(i); }
+static inline vi vf_as_vi(vf a) { return _mm512_castps_si512(a); }
+static inline vf vi_as_vf(vi a) { return _mm512_castsi512_ps(a); }
+static inline vi vf_trunc(vf a) { return _mm512_cvttps_epi32(a); }
+static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
+static inline vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
+static inline vi vi_or(vi a, vi b) { return _mm512_or_si512(a, b); }
+static inline vi vi_xor(vi a, vi b) { return _mm512_xor_si512(a, b); }
+#define vi_sll(a, n) _mm512_slli_epi32((a), (n))
+#define vi_srl(a, n) _mm512_srli_epi32((a), (n))
+#define vi_sra(a, n) _mm512_srai_epi32((a), (n))
+static inline vm vi_gt(vi a, vi b) { return _mm512_cmpgt_epi32_mask(a, b); }
+static inline vi vi_select(vm m, vi yes, vi no) { return _mm512_mask_blend_epi32(m, no, yes); }
+
+static inline vf vf_align(vf lo, vf hi, int r) { /* r must fold to a constant */
+    __m512i a = _mm512_castps_si512(lo), b = _mm512_castps_si512(hi);
+    switch (r) {
+#define VEC_ALIGN_CASE(n) case n: return _mm512_castsi512_ps(_mm512_alignr_epi32(b, a, n));
+    VEC_ALIGN_CASE(2) VEC_ALIGN_CASE(4) VEC_ALIGN_CASE(6) VEC_ALIGN_CASE(8)
+    VEC_ALIGN_CASE(10) VEC_ALIGN_CASE(12) VEC_ALIGN_CASE(14)
+#undef VEC_ALIGN_CASE
+    default: return lo;
+    }
+}
+
+/* Elements r .. r+15 of the 32 floats lo:hi, which are p[0 .. 31]. r is a constant
+ * once the caller's loop is unrolled. */
+static inline vf vf_window(vf lo, vf hi, const float *p, int r) {
+    if (r == 0) return lo;
+    if (r % 2) return _mm512_loadu_ps(p + r);
+    return vf_align(lo, hi, r);
+}
+
+/* p[0], p[2], ..., p[30] */
+static inline vf vf_load_even(const float *p) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 16));
+}
+
+/* ---- 16-bit storage ---- */
+
+static inline vh vh_load(const uint16_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void vh_store(uint16_t *p, vh h) { _mm256_storeu_si256((__m256i *)p, h); }
+/* p[0], p[2], ..., p[30]: the low halves of 16 int32 lanes */
+static inline vh vh_load_even(const uint16_t *p) {
+    return _mm512_cvtepi32_epi16(_mm512_loadu_si512(p));
+}
+static inline vh vh_pack(vi a) { return _mm512_cvtepi32_epi16(a); } /* low 16 bits */
+static inline vf vf_from_bf16(vh h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+static inline vf vf_from_f16(vh h) { return _mm512_cvtph_ps(h); } /* exact */
+/* Round to nearest even: F16C rounds exactly as dwconv_f32_to_f16 (docs/numerics.md). */
+static inline vh vh_from_f16_round(vf a) {
+    return _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+#endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwconv_module.h"
 #include "gpu_kernels.cuh"
 
 #ifndef DWCONV_GPU_NAME
@@ -22,6 +23,7 @@ typedef struct gpu_state {
     cudaStream_t stream; /* own_stream, or the caller's */
     cudaEvent_t start, stop;
     int timing;
+    int forced_kernel; /* enum gpu_kernel_id, from DWCONV_GPU_KERNEL */
 } gpu_state;
 
 /* A failed runtime call: the message names the call and the runtime's words. */
@@ -56,13 +58,33 @@ static dwconv_status gpu_device_name(int device, char *name, size_t size, char *
     return DWCONV_SUCCESS;
 }
 
+/* DWCONV_GPU_KERNEL=auto|generic|vector|tile|lattice|nlc forces a kernel wherever it
+ * applies (tests run every kernel over the same descriptors; the bench compares). */
+static dwconv_status gpu_forced_kernel(int *kernel, char *msg) {
+    const char *name = getenv("DWCONV_GPU_KERNEL");
+    *kernel = GPU_KERNEL_AUTO;
+    if (!name || !*name) return DWCONV_SUCCESS;
+    for (int k = 0; k < GPU_KERNEL_COUNT; k++)
+        if (strcmp(name, gpu_kernel_names[k]) == 0) {
+            *kernel = k;
+            return DWCONV_SUCCESS;
+        }
+    snprintf(msg, DWCONV_MSG_SIZE, "DWCONV_GPU_KERNEL='%s' is not one of auto, generic, vector, "
+             "tile, lattice, nlc", name);
+    return DWCONV_ERROR_INVALID_VALUE;
+}
+
 static dwconv_status gpu_context_create(int device, void **state, char *msg) {
+    int forced;
+    dwconv_status forced_status = gpu_forced_kernel(&forced, msg);
+    if (forced_status != DWCONV_SUCCESS) return forced_status;
     gpu_state *s = (gpu_state *)calloc(1, sizeof *s);
     if (!s) {
         snprintf(msg, DWCONV_MSG_SIZE, "out of host memory");
         return DWCONV_ERROR_OUT_OF_MEMORY;
     }
     s->device = device;
+    s->forced_kernel = forced;
     cudaError_t err = cudaSetDevice(device);
     if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&s->own_stream, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaEventCreate(&s->start);
@@ -203,23 +225,46 @@ static dwconv_status gpu_check_pointer(void *state, const void *ptr, size_t byte
     return st;
 }
 
+/* Every kernel reads and writes whole elements; memory that is not aligned to its
+ * element size cannot be used (the cpu backend would take it). */
+static dwconv_status check_element_alignment(const void *p, int dtype, const char *what,
+                                             char *msg) {
+    const size_t size = (size_t)gpu_dtype_size(dtype);
+    if (!p || (uintptr_t)p % size == 0) return DWCONV_SUCCESS;
+    snprintf(msg, DWCONV_MSG_SIZE, "%s (%p) is not aligned to its %zu-byte elements", what, p,
+             size);
+    return DWCONV_ERROR_BAD_POINTER;
+}
+
 static dwconv_status gpu_forward(void *state, const dwconv_plan *plan, const void *x,
                                  const void *weight, const void *bias, void *y, char *msg) {
     gpu_state *s = (gpu_state *)state;
     const dwconv_desc *d = &plan->desc;
+    dwconv_status st;
+    if ((st = check_element_alignment(x, d->dtype, "x", msg)) ||
+        (st = check_element_alignment(y, d->dtype, "y", msg)) ||
+        (st = check_element_alignment(weight, d->weight_dtype, "weight", msg)) ||
+        (st = check_element_alignment(bias, d->weight_dtype, "bias", msg)))
+        return st;
+    gpu_conv_args a = gpu_args_make(plan, x, weight, bias, y);
+    gpu_launch l;
+    gpu_plan_launch(s->forced_kernel, &a, &l);
+    const gpu_kernel_fn kernel = gpu_kernel_instance(&a, l.kernel);
+
     GPU_TRY(cudaSetDevice(s->device), msg);
-    gpu_conv_args a;
-    a.x = x, a.weight = weight, a.bias = bias, a.y = y;
-    a.batch = d->batch, a.channels = d->channels, a.length = d->length;
-    a.kernel_size = d->kernel_size, a.stride = d->stride, a.dilation = d->dilation;
-    a.pad_left = d->pad_left, a.output_length = plan->output_length;
-    a.dtype = d->dtype, a.weight_dtype = d->weight_dtype, a.layout = d->layout;
-    a.padding_mode = d->padding_mode, a.activation = d->activation;
-    const int threads = 256;
-    int64_t blocks = (plan->y_elements + threads - 1) / threads;
-    if (blocks > 65535 * 16) blocks = 65535 * 16; /* the loop strides over the rest */
-    dwconv_generic_kernel<<<(unsigned)blocks, threads, 0, s->stream>>>(a);
-    GPU_TRY(cudaGetLastError(), msg);
+    void *params[] = {&a};
+    cudaError_t err = cudaLaunchKernel((const void *)kernel, dim3((unsigned)l.blocks),
+                                       dim3((unsigned)l.threads), params, l.smem, s->stream);
+    if (err == cudaSuccess) err = cudaGetLastError();
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError(); /* a failed launch is not sticky: later calls may work */
+        snprintf(msg, DWCONV_MSG_SIZE, "launching the %s kernel (%lld blocks of %d threads, "
+                 "%zu bytes of shared memory): %s: %s", gpu_kernel_names[l.kernel],
+                 (long long)l.blocks, l.threads, l.smem, cudaGetErrorName(err),
+                 cudaGetErrorString(err));
+        return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY
+                                                : DWCONV_ERROR_DEVICE;
+    }
     return DWCONV_SUCCESS;
 }
 

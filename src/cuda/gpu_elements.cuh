@@ -1,0 +1,115 @@
+/*
+ * Elements as the kernels see them: each dtype's raw storage word, its exact widening
+ * to f32 and its rounding back, and 16-byte vectors of raw elements. The kernels are
+ * templates over the dtype id (DWCONV_F32, DWCONV_F16, DWCONV_BF16).
+ */
+#ifndef DWCONV_GPU_ELEMENTS_CUH
+#define DWCONV_GPU_ELEMENTS_CUH
+
+#include <stdint.h>
+
+#include "dwconv.h"
+#include "dwconv_indexing.h"
+#include "gpu_portable.cuh"
+
+template <int DT> struct gpu_elem;
+
+template <> struct gpu_elem<DWCONV_F32> {
+    typedef uint32_t raw;
+    static __device__ __forceinline__ float widen(raw r) { return dwconv_f32_from_bits(r); }
+    static __device__ __forceinline__ raw narrow(float v) { return dwconv_f32_bits(v); }
+};
+
+template <> struct gpu_elem<DWCONV_F16> {
+    typedef uint16_t raw;
+    static __device__ __forceinline__ float widen(raw r) { return gpu_f16_to_f32(r); }
+    static __device__ __forceinline__ raw narrow(float v) { return gpu_f32_to_f16(v); }
+};
+
+template <> struct gpu_elem<DWCONV_BF16> {
+    typedef uint16_t raw;
+    static __device__ __forceinline__ float widen(raw r) { return dwconv_bf16_to_f32(r); }
+    static __device__ __forceinline__ raw narrow(float v) { return gpu_f32_to_bf16(v); }
+};
+
+/* Elements per 16-byte vector. */
+template <int DT> struct gpu_vec_width {
+    enum { value = 16 / (int)sizeof(typename gpu_elem<DT>::raw) };
+};
+
+/* Element i of a 16-byte vector (little-endian: element 0 is the low half of .x).
+ * Callers unroll i, so the word array stays in registers. */
+template <int DT>
+static __device__ __forceinline__ typename gpu_elem<DT>::raw gpu_vec_get(const uint4 &v, int i) {
+    typedef typename gpu_elem<DT>::raw raw;
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+    if (sizeof(raw) == 4) return (raw)words[i];
+    return (raw)((i & 1) ? words[i >> 1] >> 16 : words[i >> 1] & 0xffffu);
+}
+
+/* The f32 values of a 16-byte vector; i is unrolled, so this is register moves. */
+template <int DT>
+static __device__ __forceinline__ void gpu_vec_widen(const uint4 &v, float *out) {
+#pragma unroll
+    for (int i = 0; i < gpu_vec_width<DT>::value; i++)
+        out[i] = gpu_elem<DT>::widen(gpu_vec_get<DT>(v, i));
+}
+
+/* A 16-byte vector of values rounded to DT. */
+template <int DT>
+static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
+    uint32_t w[4];
+    if (sizeof(typename gpu_elem<DT>::raw) == 4) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) w[i] = (uint32_t)gpu_elem<DT>::narrow(in[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            w[i] = (uint32_t)gpu_elem<DT>::narrow(in[2 * i]) |
+                   ((uint32_t)gpu_elem<DT>::narrow(in[2 * i + 1]) << 16);
+    }
+    uint4 v;
+    v.x = w[0], v.y = w[1], v.z = w[2], v.w = w[3];
+    return v;
+}
+
+/* One padded position of an x row: what the padding mode reads there, or +0 where it
+ * reads a zero. Positions beyond the padded range (only ever used by outputs that do
+ * not exist) also read +0 instead of leaving the row. */
+template <int DT>
+static __device__ __forceinline__ typename gpu_elem<DT>::raw
+gpu_padded_raw(const typename gpu_elem<DT>::raw *row, int64_t length, int mode, int64_t pos) {
+    int64_t src = dwconv_source_index(mode, pos, length);
+    return src >= 0 && src < length ? row[src] : (typename gpu_elem<DT>::raw)0;
+}
+
+/* Stores out[first, last) of one output vector at y[at ..]: a 16-byte store when the
+ * vector is whole and at is vector-aligned (the caller guarantees the alignment for
+ * whole vectors), else one element at a time. */
+template <int DT>
+static __device__ __forceinline__ void gpu_store_elements(void *y, int64_t at, const float *out,
+                                                          int first, int last) {
+    typedef typename gpu_elem<DT>::raw raw;
+#pragma unroll /* constant indices keep out[] in registers */
+    for (int i = 0; i < gpu_vec_width<DT>::value; i++)
+        if (i >= first && i < last) ((raw *)y)[at + i] = gpu_elem<DT>::narrow(out[i]);
+}
+
+template <int DT>
+static __device__ __forceinline__ void gpu_store_vector(void *y, int64_t at, const float *out,
+                                                        int first, int last) {
+    if (first == 0 && last == gpu_vec_width<DT>::value)
+        *(uint4 *)((typename gpu_elem<DT>::raw *)y + at) = gpu_vec_narrow<DT>(out);
+    else
+        gpu_store_elements<DT>(y, at, out, first, last);
+}
+
+/* Element offset of a pointer modulo the vector width: how far it is past a 16-byte
+ * boundary, in elements (pointers are element-aligned; gpu_module.cu checks that). */
+template <int DT>
+static __device__ __forceinline__ int gpu_misalignment(const void *p, int64_t at) {
+    const uint64_t elem = (uint64_t)(uintptr_t)p / sizeof(typename gpu_elem<DT>::raw);
+    return (int)((elem + (uint64_t)at) % (uint64_t)gpu_vec_width<DT>::value);
+}
+
+#endif /* DWCONV_GPU_ELEMENTS_CUH */

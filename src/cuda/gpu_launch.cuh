@@ -1,0 +1,173 @@
+/*
+ * Which kernel runs a descriptor, and its launch geometry: plain host code, shared by
+ * the module and the CPU emulator of the tests. Every fast kernel covers every
+ * option of its layout; the rules below only pick the fastest one that fits, and
+ * anything none fits (a window too large for shared memory) runs the general kernel.
+ */
+#ifndef DWCONV_GPU_LAUNCH_CUH
+#define DWCONV_GPU_LAUNCH_CUH
+
+#include <stdint.h>
+#include <string.h>
+
+#include "dwconv_module.h"
+#include "gpu_kernel_generic.cuh"
+#include "gpu_kernel_ncl_lattice.cuh"
+#include "gpu_kernel_ncl_tile.cuh"
+#include "gpu_kernel_ncl_vector.cuh"
+#include "gpu_kernel_nlc.cuh"
+
+enum gpu_kernel_id {
+    GPU_KERNEL_AUTO = 0,
+    GPU_KERNEL_GENERIC,
+    GPU_KERNEL_NCL_VECTOR,
+    GPU_KERNEL_NCL_TILE,
+    GPU_KERNEL_NCL_LATTICE,
+    GPU_KERNEL_NLC,
+    GPU_KERNEL_COUNT
+};
+
+/* Names for DWCONV_GPU_KERNEL, which forces a kernel where it applies (tests, bench). */
+static const char *const gpu_kernel_names[GPU_KERNEL_COUNT] = {"auto",    "generic", "vector",
+                                                               "tile",    "lattice", "nlc"};
+
+/* Shared memory a block may use without opting in on any GPU we build for. */
+#define GPU_SMEM_LIMIT (48 * 1024)
+/* Blocks of one launch; the kernels stride over the rest (HIP caps a grid at 2^32
+ * threads). */
+#define GPU_MAX_BLOCKS ((int64_t)1 << 22)
+
+typedef struct gpu_launch {
+    int kernel; /* enum gpu_kernel_id */
+    int64_t blocks;
+    int threads;
+    size_t smem;
+} gpu_launch;
+
+static int gpu_dtype_size(int dtype) { return dtype == DWCONV_F32 ? 4 : 2; }
+static int64_t gpu_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static void gpu_set_blocks(gpu_launch *l, int64_t work) {
+    l->blocks = work < 1 ? 1 : work > GPU_MAX_BLOCKS ? GPU_MAX_BLOCKS : work;
+}
+
+static int gpu_try_generic(gpu_conv_args *a, gpu_launch *l) {
+    (void)a;
+    l->threads = 256;
+    l->smem = 0;
+    gpu_set_blocks(l, gpu_div_up(a->batch * a->channels * a->output_length, 256));
+    return 1;
+}
+
+static int gpu_try_vector(gpu_conv_args *a, gpu_launch *l) {
+    if (a->layout != DWCONV_LAYOUT_NCL || a->stride != 1 || a->dilation != 1 ||
+        a->kernel_size > GPU_VECTOR_MAX_K)
+        return 0;
+    const int V = 16 / gpu_dtype_size(a->dtype);
+    const int64_t reads = gpu_div_up(V + a->kernel_size - 1, V);
+    l->threads = GPU_VECTOR_THREADS;
+    l->smem = (size_t)(GPU_VECTOR_TILE + (reads - 1) * V) * gpu_dtype_size(a->dtype);
+    /* tiles start at y's vector boundaries, up to V - 1 outputs before the row */
+    a->tiles_per_row = (a->output_length - 1 + V - 1) / GPU_VECTOR_TILE + 1;
+    a->total_tiles = a->batch * a->channels * a->tiles_per_row;
+    gpu_set_blocks(l, a->total_tiles);
+    return 1;
+}
+
+static int gpu_try_tile(gpu_conv_args *a, gpu_launch *l) {
+    if (a->layout != DWCONV_LAYOUT_NCL) return 0;
+    const int64_t span = (a->kernel_size - 1) * a->dilation;
+    for (int threads = GPU_TILE_MAX_THREADS; threads >= 64; threads /= 2) {
+        const int64_t window = ((int64_t)threads * GPU_TILE_OUTPUTS - 1) * a->stride + span + 1;
+        const int64_t smem =
+            gpu_tile_weights_offset(window, gpu_dtype_size(a->dtype)) + 4 * a->kernel_size;
+        if (smem > GPU_SMEM_LIMIT) continue;
+        l->threads = threads;
+        l->smem = (size_t)smem;
+        a->window = window;
+        a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)threads * GPU_TILE_OUTPUTS);
+        a->total_tiles = a->batch * a->channels * a->tiles_per_row;
+        gpu_set_blocks(l, a->total_tiles);
+        return 1;
+    }
+    return 0;
+}
+
+static int gpu_try_lattice(gpu_conv_args *a, gpu_launch *l) {
+    if (a->layout != DWCONV_LAYOUT_NCL || a->dilation % a->stride != 0 ||
+        gpu_lattice_smem(a->kernel_size) > GPU_SMEM_LIMIT)
+        return 0;
+    const int V = 16 / gpu_dtype_size(a->dtype);
+    const int64_t run = (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN;
+    a->phases = a->dilation / a->stride;
+    a->tiles_per_row = a->phases == 1 ? (a->output_length - 1 + V - 1) / run + 1
+                                      : gpu_div_up(gpu_div_up(a->output_length, a->phases), run);
+    a->total_tiles = a->batch * a->channels * a->phases * a->tiles_per_row;
+    l->threads = GPU_LATTICE_THREADS;
+    l->smem = (size_t)gpu_lattice_smem(a->kernel_size);
+    gpu_set_blocks(l, a->total_tiles);
+    return 1;
+}
+
+static int gpu_try_nlc(gpu_conv_args *a, gpu_launch *l) {
+    if (a->layout != DWCONV_LAYOUT_NLC) return 0;
+    const int V = 16 / gpu_dtype_size(a->dtype);
+    const int64_t vectors = gpu_div_up(a->channels, V);
+    int tc = 1;
+    while (tc < 32 && tc < vectors) tc *= 2;
+    const int run = 32 / V;
+    a->channel_threads = tc;
+    a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)(GPU_NLC_THREADS / tc) * run);
+    a->total_tiles = a->batch * a->tiles_per_row * gpu_div_up(vectors, tc);
+    a->vector_x = a->channels % V == 0 && (uintptr_t)a->x % 16 == 0;
+    a->vector_y = a->channels % V == 0 && (uintptr_t)a->y % 16 == 0;
+    l->threads = GPU_NLC_THREADS;
+    l->smem = (size_t)gpu_nlc_smem(tc, V);
+    gpu_set_blocks(l, a->total_tiles);
+    return 1;
+}
+
+static int gpu_try_kernel(int kernel, gpu_conv_args *a, gpu_launch *l) {
+    l->kernel = kernel;
+    switch (kernel) {
+    case GPU_KERNEL_GENERIC: return gpu_try_generic(a, l);
+    case GPU_KERNEL_NCL_VECTOR: return gpu_try_vector(a, l);
+    case GPU_KERNEL_NCL_TILE: return gpu_try_tile(a, l);
+    case GPU_KERNEL_NCL_LATTICE: return gpu_try_lattice(a, l);
+    case GPU_KERNEL_NLC: return gpu_try_nlc(a, l);
+    default: return 0;
+    }
+}
+
+/* The kernels' argument for a validated plan (geometry still unset). */
+static gpu_conv_args gpu_args_make(const dwconv_plan *plan, const void *x, const void *weight,
+                                   const void *bias, void *y) {
+    const dwconv_desc *d = &plan->desc;
+    gpu_conv_args a;
+    memset(&a, 0, sizeof a);
+    a.x = x, a.weight = weight, a.bias = bias, a.y = y;
+    a.batch = d->batch, a.channels = d->channels, a.length = d->length;
+    a.kernel_size = d->kernel_size, a.stride = d->stride, a.dilation = d->dilation;
+    a.pad_left = d->pad_left, a.output_length = plan->output_length;
+    a.dtype = d->dtype, a.weight_dtype = d->weight_dtype, a.layout = d->layout;
+    a.padding_mode = d->padding_mode, a.activation = d->activation;
+    return a;
+}
+
+/* The kernel for a, its geometry in a and l. forced (a gpu_kernel_id) wins where it
+ * applies. */
+static void gpu_plan_launch(int forced, gpu_conv_args *a, gpu_launch *l) {
+    memset(l, 0, sizeof *l);
+    if (forced != GPU_KERNEL_AUTO && gpu_try_kernel(forced, a, l)) return;
+    if (a->layout == DWCONV_LAYOUT_NLC) {
+        if (gpu_try_kernel(GPU_KERNEL_NLC, a, l)) return;
+    } else if (a->output_length * 4 >= GPU_VECTOR_TILE) { /* rows fill a quarter tile */
+        if (gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
+        if (a->kernel_size >= GPU_LATTICE_MIN_K && gpu_try_kernel(GPU_KERNEL_NCL_LATTICE, a, l))
+            return;
+        if (gpu_try_kernel(GPU_KERNEL_NCL_TILE, a, l)) return;
+    }
+    gpu_try_kernel(GPU_KERNEL_GENERIC, a, l);
+}
+
+#endif /* DWCONV_GPU_LAUNCH_CUH */

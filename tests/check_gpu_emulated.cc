@@ -1,0 +1,103 @@
+/*
+ * The GPU kernels, run on the CPU by tests/gpu_emulate.h, against the cpu backend bit
+ * for bit: every kernel (forced as DWCONV_GPU_KERNEL would) over random descriptors of
+ * every option, with pointers on and off 16-byte boundaries. The same code runs on
+ * GPUs; this catches indexing, padding and barrier mistakes where no GPU exists.
+ * Conversions differ only in that NVIDIA builds use the conversion instructions
+ * (bench/gpu/conversions.cu proves them equal). Exit status: 0 pass, 1 fail, 77 skip
+ * (no ucontext.h). DWCONV_TEST_QUICK=1 runs fewer descriptors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "gpu_cases.h"
+#include "gpu_emulate.h"
+#include "gpu_kernels.cuh"
+
+namespace {
+
+/* Host memory at a chosen distance past a 16-byte boundary. */
+struct offset_buffer {
+    std::vector<uint4> storage;
+    void *at;
+    offset_buffer(size_t bytes, size_t offset) : storage(bytes / 16 + 2) {
+        at = (char *)storage.data() + offset;
+    }
+};
+
+/* Runs c through kernel (a gpu_kernel_id), its buffers offset by `shift` elements;
+ * 0 when the result matches the cpu backend. */
+int ran[GPU_KERNEL_COUNT]; /* runs per kernel actually chosen */
+
+int run_case(const gpu_case *c, int kernel, int shift, char *why, size_t why_size) {
+    const size_t xs = dwconv_dtype_size(c->desc.dtype), ws = dwconv_dtype_size(c->desc.weight_dtype);
+    offset_buffer x(c->x_bytes, shift * xs), y(c->y_bytes, shift * xs);
+    offset_buffer w(c->weight_bytes, shift * ws), bias(c->bias_bytes, shift * ws);
+    memcpy(x.at, c->x, c->x_bytes);
+    memcpy(w.at, c->weight, c->weight_bytes);
+    if (c->bias) memcpy(bias.at, c->bias, c->bias_bytes);
+    test_poison(y.at, c->y_bytes);
+
+    dwconv_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.desc = c->desc;
+    dwconv_desc_resolve(&c->desc, &plan.desc.pad_left, &plan.desc.pad_right, &plan.output_length);
+    plan.desc.padding = DWCONV_PADDING_EXPLICIT;
+    gpu_conv_args a = gpu_args_make(&plan, x.at, w.at, c->bias ? bias.at : NULL, y.at);
+    gpu_launch l;
+    gpu_plan_launch(kernel, &a, &l);
+    ran[l.kernel]++;
+    if (gpu_emulate(gpu_kernel_instance(&a, l.kernel), l.blocks, l.threads, l.smem, a) != 0) {
+        snprintf(why, why_size, "%s: barrier mismatch in the %s kernel",
+                 test_desc_string(&c->desc), gpu_kernel_names[l.kernel]);
+        return -1;
+    }
+    if (gpu_case_compare(c, y.at, why, why_size) == 0) return 0;
+    const size_t n = strlen(why);
+    snprintf(why + n, why_size - n, " [%s kernel, offset %d]", gpu_kernel_names[l.kernel], shift);
+    return -1;
+}
+
+} // namespace
+
+int main(void) {
+#ifndef GPU_EMULATE_AVAILABLE
+    printf("check_gpu_emulated: SKIP: no ucontext.h to run GPU threads on\n");
+    return 77;
+#endif
+    dwconv_context *cpu = NULL;
+    if (dwconv_context_create(&cpu, DWCONV_BACKEND_CPU, 0) != DWCONV_SUCCESS) {
+        fprintf(stderr, "no cpu context: %s\n", dwconv_last_error());
+        return 1;
+    }
+    const int per_kernel = gpu_test_quick() ? 10 : 60;
+    test_rng rng = test_rng_seed(20261201);
+    int failures = 0, runs = 0;
+    char why[1024];
+    for (int kernel = GPU_KERNEL_AUTO; kernel < GPU_KERNEL_COUNT; kernel++)
+        for (int i = 0; i < per_kernel; i++) {
+            dwconv_desc d = test_random_desc(&rng, 2600, 12);
+            gpu_case_fit_kernel(&d, gpu_kernel_names[kernel], i);
+            gpu_case c;
+            if (gpu_case_make(&c, &d, &rng, i % 3 != 0, cpu, why, sizeof why) != 0) {
+                fprintf(stderr, "FAIL %s\n", why);
+                failures++;
+                continue;
+            }
+            for (int shift = 0; shift < 2; shift++, runs++)
+                if (run_case(&c, kernel, shift, why, sizeof why) != 0) {
+                    fprintf(stderr, "FAIL %s\n", why);
+                    failures++;
+                }
+            gpu_case_free(&c);
+        }
+    dwconv_context_destroy(cpu);
+    printf("%d of %d emulated runs match the cpu backend bit for bit; runs per kernel:", runs - failures,
+           runs);
+    for (int k = GPU_KERNEL_GENERIC; k < GPU_KERNEL_COUNT; k++) printf(" %s %d", gpu_kernel_names[k], ran[k]);
+    printf("\n");
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,105 @@
+/* The emulator's scheduler: see gpu_emulate.h. */
+#include "gpu_emulate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+#ifndef GPU_EMULATE_AVAILABLE
+void __syncthreads() {}
+unsigned char *gpu_emulated_shared() { return NULL; }
+int gpu_emulate(gpu_kernel_fn, int64_t, int, size_t, gpu_conv_args) {
+    fprintf(stderr, "gpu_emulate: this platform has no ucontext.h\n");
+    return -1;
+}
+#else
+#include <ucontext.h>
+
+#include <vector>
+
+namespace {
+
+enum thread_state { RUNNING, AT_BARRIER, FINISHED };
+
+const size_t stack_bytes = 256 * 1024;
+
+struct emulator {
+    gpu_kernel_fn kernel;
+    gpu_conv_args args;
+    ucontext_t scheduler;
+    std::vector<ucontext_t> contexts;
+    std::vector<std::vector<char> > stacks;
+    std::vector<int> states;
+    std::vector<uint4> shared; /* 16-byte aligned */
+    int current;
+};
+
+emulator emu;
+
+void thread_entry(int tid) {
+    emu.kernel(emu.args);
+    emu.states[tid] = FINISHED;
+} /* returns to emu.scheduler through uc_link */
+
+/* Runs every thread of the current block to its next barrier or its end. */
+void run_phase(bool descending) {
+    const int n = (int)blockDim.x;
+    for (int i = 0; i < n; i++) {
+        const int t = descending ? n - 1 - i : i;
+        if (emu.states[t] == FINISHED) continue;
+        emu.states[t] = RUNNING;
+        emu.current = t;
+        threadIdx.x = (unsigned)t;
+        swapcontext(&emu.scheduler, &emu.contexts[t]);
+    }
+}
+
+} // namespace
+
+void __syncthreads() {
+    const int t = emu.current;
+    emu.states[t] = AT_BARRIER;
+    swapcontext(&emu.contexts[t], &emu.scheduler);
+}
+
+unsigned char *gpu_emulated_shared() { return (unsigned char *)emu.shared.data(); }
+
+int gpu_emulate(gpu_kernel_fn kernel, int64_t blocks, int threads, size_t smem,
+                gpu_conv_args args) {
+    const int n = threads;
+    emu.kernel = kernel;
+    emu.args = args;
+    emu.contexts.resize(n);
+    emu.states.assign(n, FINISHED);
+    if ((int)emu.stacks.size() < n) emu.stacks.resize(n, std::vector<char>(stack_bytes));
+    emu.shared.resize(smem / sizeof(uint4) + 1);
+    blockDim = dim3{(unsigned)n, 1, 1};
+    gridDim = dim3{(unsigned)blocks, 1, 1};
+    threadIdx = blockIdx = dim3{0, 0, 0};
+    for (int64_t block = 0; block < blocks; block++) {
+        blockIdx.x = (unsigned)block;
+        memset(emu.shared.data(), 0xff, emu.shared.size() * sizeof(uint4));
+        for (int t = 0; t < n; t++) {
+            getcontext(&emu.contexts[t]);
+            emu.contexts[t].uc_stack.ss_sp = emu.stacks[t].data();
+            emu.contexts[t].uc_stack.ss_size = stack_bytes;
+            emu.contexts[t].uc_link = &emu.scheduler;
+            makecontext(&emu.contexts[t], (void (*)())thread_entry, 1, t);
+            emu.states[t] = RUNNING;
+        }
+        for (bool descending = false;; descending = !descending) {
+            run_phase(descending);
+            int waiting = 0, finished = 0;
+            for (int t = 0; t < n; t++) (emu.states[t] == FINISHED ? finished : waiting)++;
+            if (waiting == 0) break;
+            if (finished != 0) {
+                fprintf(stderr, "gpu_emulate: block %lld: %d threads wait at a barrier that %d "
+                        "others never reach\n", (long long)block, waiting, finished);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+#endif /* GPU_EMULATE_AVAILABLE */

@@ -1,0 +1,55 @@
+/*
+ * Runs the GPU kernels' own source (src/cuda/gpu_*.cuh) on the CPU, so that their
+ * indexing is checked against the cpu backend where no GPU exists (CI, this project's
+ * build machines).
+ *
+ * A block's threads are ucontext coroutines on one OS thread: each runs until it
+ * reaches __syncthreads or returns, then the next. Between two barriers the threads
+ * run in ascending order, then descending, then ascending... so a shared-memory read
+ * that lacks a barrier sees stale data in one of the orders. Shared memory is
+ * poisoned (all bits set: NaN in every dtype) before each block. A barrier that some
+ * threads skip is reported. Blocks run one after another.
+ *
+ * Include this first, then src/cuda/gpu_kernels.cuh.
+ */
+#ifndef DWCONV_GPU_EMULATE_H
+#define DWCONV_GPU_EMULATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__has_include)
+#if __has_include(<ucontext.h>)
+#define GPU_EMULATE_AVAILABLE 1
+#endif
+#endif
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+
+struct dim3 {
+    unsigned x, y, z;
+};
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+
+extern dim3 threadIdx, blockIdx, blockDim, gridDim;
+void __syncthreads();
+unsigned char *gpu_emulated_shared();
+#define DWCONV_GPU_SHARED_BASE gpu_emulated_shared
+
+#include "gpu_args.cuh"
+
+/* Runs one launch to completion; returns 0, or -1 after printing why (a barrier not
+ * reached by every thread of a block, or no ucontext on this platform). */
+int gpu_emulate(gpu_kernel_fn kernel, int64_t blocks, int threads, size_t smem,
+                gpu_conv_args args);
+
+#endif

@@ -170,9 +170,13 @@ dwconv_status dwconv_plan_make(const dwconv_desc *desc, dwconv_plan *plan, const
     plan->x_elements = checked_product(d->batch, d->channels, d->length);
     plan->y_elements = checked_product(d->batch, d->channels, plan->output_length);
     plan->weight_elements = checked_product(d->channels, d->kernel_size, 1);
-    if (plan->x_elements < 0 || plan->y_elements < 0 || plan->weight_elements < 0)
+    const char *too_many = plan->x_elements < 0        ? "x has batch*channels*length"
+                           : plan->y_elements < 0      ? "y has batch*channels*L_out"
+                           : plan->weight_elements < 0 ? "weight has channels*kernel_size"
+                                                       : NULL;
+    if (too_many)
         return dwconv_fail(DWCONV_ERROR_SIZE_OVERFLOW,
-                           "%s: a tensor has more elements than fit in 64 bits", who);
+                           "%s: %s elements, more than fit in 64 bits", who, too_many);
     if ((st = byte_count(plan->x_elements, d->dtype, &plan->x_bytes, "x", who)) ||
         (st = byte_count(plan->y_elements, d->dtype, &plan->y_bytes, "y", who)) ||
         (st = byte_count(plan->weight_elements, d->weight_dtype, &plan->weight_bytes, "weight",

@@ -96,19 +96,25 @@ dwconv_desc test_random_desc(test_rng *rng, int64_t max_length, int64_t max_chan
     }
 }
 
+/* names[v], or "?" for a value outside the enum (the validation tests describe those) */
+#define NAME_OF(names, v) \
+    ((unsigned)(v) < sizeof(names) / sizeof(names)[0] ? (names)[(unsigned)(v)] : "?")
+
 const char *test_desc_string(const dwconv_desc *d) {
     static _Thread_local char text[320];
     static const char *const modes[] = {"zeros", "reflect", "replicate", "circular"};
     static const char *const presets[] = {"explicit", "same", "causal"};
     static const char *const types[] = {"f32", "f16", "bf16"};
     static const char *const acts[] = {"none", "relu", "silu"};
+    static const char *const layouts[] = {"NCL", "NLC"};
     snprintf(text, sizeof text,
              "B%lld C%lld L%lld K%lld stride %lld dilation %lld pad %lld/%lld %s %s %s x:%s "
              "w:%s act:%s",
              (long long)d->batch, (long long)d->channels, (long long)d->length,
              (long long)d->kernel_size, (long long)d->stride, (long long)d->dilation,
-             (long long)d->pad_left, (long long)d->pad_right, presets[d->padding],
-             modes[d->padding_mode], d->layout == DWCONV_LAYOUT_NCL ? "NCL" : "NLC",
-             types[d->dtype], types[d->weight_dtype], acts[d->activation]);
+             (long long)d->pad_left, (long long)d->pad_right, NAME_OF(presets, d->padding),
+             NAME_OF(modes, d->padding_mode), NAME_OF(layouts, d->layout),
+             NAME_OF(types, d->dtype), NAME_OF(types, d->weight_dtype),
+             NAME_OF(acts, d->activation));
     return text;
 }

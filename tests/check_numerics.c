@@ -1,0 +1,475 @@
+/*
+ * The numerical contract's building blocks (src/common/dwconv_numerics.h) against
+ * independent references: libm's exp in double for dwconv_exp and dwconv_silu, the
+ * processor's F16C instructions for the f16 conversions, and a round-to-nearest-even
+ * written here another way for bf16.
+ *
+ * The sweeps walk float bit patterns with a stride (coprime with 2^13 and 2^16, so the
+ * bits that decide the rounding take every value in every binade) plus every pattern
+ * of the boundary regions. DWCONV_TEST_EXHAUSTIVE=1 in the environment walks every
+ * pattern instead (minutes, not seconds).
+ */
+#include <config.h>
+
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86_F16C_TEST 1
+#endif
+
+#include "core_check.h"
+#include "dwconv.h"
+#include "dwconv_numerics.h"
+
+/* dwconv_exp must stay within this many ulp of e^x for normal results; the silu and
+ * oracle bounds are derived from it (docs/numerics.md promises 2). */
+#define EXP_MAX_ULP 2.0
+
+static int exhaustive(void) {
+    const char *env = getenv("DWCONV_TEST_EXHAUSTIVE");
+    return env && *env && strcmp(env, "0") != 0;
+}
+
+static uint32_t stride(uint32_t usual) { return exhaustive() ? 1 : usual; }
+
+/* The spacing of floats at |v| (v a double), subnormal spacing below FLT_MIN. */
+static double ulp_f32(double v) {
+    v = fabs(v);
+    if (v < FLT_MIN) return 0x1p-149;
+    int e;
+    frexp(v, &e); /* v in [2^(e-1), 2^e) */
+    return ldexp(1.0, e - 24);
+}
+
+/* ---- walking bit patterns ------------------------------------------------------ */
+
+enum { BATCH = 64, SIGN_POS = 1, SIGN_NEG = 2, SIGN_BOTH = 3 };
+#define SIGN_BIT 0x80000000u
+
+/* What a checker found: counts, the first failure in words, the worst error seen. */
+typedef struct tally {
+    uint64_t checked, failed;
+    char first[200];
+    double worst;
+    uint32_t worst_bits;
+} tally;
+
+static void fail_at(tally *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_at(tally *t, const char *fmt, ...) {
+    if (t->failed++ == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t->first, sizeof t->first, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static void note_error(tally *t, double err, uint32_t bits) {
+    if (err > t->worst) t->worst = err, t->worst_bits = bits;
+}
+
+typedef void (*batch_fn)(const uint32_t *bits, int n, tally *t);
+
+/* Calls check with batches of the patterns lo, lo+step, ..., <= hi (magnitudes), each
+ * with the sign bit clear (SIGN_POS), set (SIGN_NEG) or both. */
+static void walk(uint32_t lo, uint32_t hi, uint32_t step, int signs, batch_fn check, tally *t) {
+    uint32_t bits[BATCH];
+    for (int neg = 0; neg < 2; neg++) {
+        if (!(signs & (neg ? SIGN_NEG : SIGN_POS))) continue;
+        int n = 0;
+        for (uint64_t u = lo; u <= hi; u += step) {
+            bits[n++] = (uint32_t)u | (neg ? SIGN_BIT : 0u);
+            if (n == BATCH) check(bits, n, t), n = 0;
+        }
+        if (n) check(bits, n, t);
+    }
+}
+
+static void expect_clean(const tally *t, const char *what) {
+    ck_assert_msg(t->checked > 0, "%s: nothing was checked", what);
+    ck_assert_msg(t->failed == 0, "%s: %llu of %llu patterns wrong; first: %s", what,
+                  (unsigned long long)t->failed, (unsigned long long)t->checked, t->first);
+    printf("%s: %llu patterns, worst error %.4g at 0x%08x\n", what,
+           (unsigned long long)t->checked, t->worst, t->worst_bits);
+}
+
+/* ---- exp ----------------------------------------------------------------------- */
+
+/* One dwconv_exp(x) against e^x in double:
+ *   NaN in gives NaN; a true result that rounds to infinity in f32 gives +inf;
+ *   a subnormal or zero true result: within one subnormal spacing (2^-149), as the
+ *     final scaling rounds once into the subnormal grid (half a spacing) after a
+ *     polynomial error far below a spacing;
+ *   a normal result: within EXP_MAX_ULP ulp. */
+static void check_exp_one(uint32_t bits, tally *t) {
+    float x = dwconv_f32_from_bits(bits);
+    float r = dwconv_exp(x);
+    t->checked++;
+    if (isnan(x)) {
+        if (!isnan(r)) fail_at(t, "exp(NaN 0x%08x) = %a, want NaN", bits, r);
+        return;
+    }
+    double want = exp((double)x);
+    if (isnan(r) || r < 0.0f) {
+        fail_at(t, "exp(%a) = %a, want %a", x, r, want);
+    } else if (isinf((float)want)) {
+        if (!(isinf(r) && r > 0)) fail_at(t, "exp(%a) = %a, want +inf (e^x = %a)", x, r, want);
+    } else if (want < FLT_MIN) {
+        double err = fabs(r - want) / 0x1p-149;
+        note_error(t, err, bits);
+        if (err > 1.0) fail_at(t, "exp(%a) = %a, want %a (%.3g subnormal spacings)", x, r, want, err);
+    } else {
+        double err = fabs(r - want) / ulp_f32(want);
+        note_error(t, err, bits);
+        if (err > EXP_MAX_ULP) fail_at(t, "exp(%a) = %a, want %a (%.3g ulp)", x, r, want, err);
+    }
+}
+
+static void check_exp_batch(const uint32_t *bits, int n, tally *t) {
+    for (int i = 0; i < n; i++) check_exp_one(bits[i], t);
+}
+
+START_TEST(exp_sweep) {
+    /* [-104, 89]: everything between the two cut-offs, and a little beyond each */
+    tally t = {0};
+    walk(0, 0x42b20000u /* 89 */, stride(37), SIGN_POS, check_exp_batch, &t);
+    walk(0, 0x42d00000u /* 104 */, stride(37), SIGN_NEG, check_exp_batch, &t);
+    expect_clean(&t, "dwconv_exp vs exp (normal results: ulp; subnormal: spacings)");
+}
+END_TEST
+
+START_TEST(exp_specials) {
+    const uint32_t cases[] = {
+        0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fbfffffu, /* NaNs, quiet and signaling */
+        0x7f800000u, 0xff800000u, 0x7f7fffffu, 0xff7fffffu, /* +-inf, +-FLT_MAX */
+        0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, /* +-0, +-smallest subnormal */
+        0x42b17218u, 0x42b17217u, 0x42b17219u,              /* 88.72283935546875 +- 1 ulp */
+        0xc2cff1b5u, 0xc2cff1b4u, 0xc2cff1b6u,              /* -103.972084 +- 1 ulp */
+        0xc2aeac50u, 0xc2aeac4fu, 0xc2aeac51u,              /* ln(FLT_MIN) = -87.3365 */
+        0xc2ce8ed0u, 0xc2ce8ecfu, 0xc2ce8ed1u,              /* ln(2^-149) = -103.279 */
+        0x7149f2cau, 0xf149f2cau, 0x3f800000u, 0xbf800000u, /* +-1e30, +-1 */
+    };
+    tally t = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_exp_one(cases[i], &t);
+    expect_clean(&t, "dwconv_exp specials");
+
+    /* the exact values the contract names */
+    ck_assert(isnan(dwconv_exp(NAN)));
+    ck_assert(dwconv_exp(INFINITY) == INFINITY);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(-INFINITY)), 0u); /* +0, not -0 */
+    ck_assert(dwconv_exp(0.0f) == 1.0f && dwconv_exp(-0.0f) == 1.0f);
+    ck_assert(dwconv_exp(nextafterf(88.72283935546875f, INFINITY)) == INFINITY);
+    ck_assert(dwconv_exp(200.0f) == INFINITY);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(nextafterf(-103.972084045410156f, -INFINITY))),
+                      0u);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(-200.0f)), 0u);
+}
+END_TEST
+
+/* Every float whose e^x is subnormal: the results never decrease as x grows. */
+START_TEST(exp_subnormal_monotonic) {
+    float prev = 0.0f;
+    uint64_t n = 0;
+    for (uint32_t u = 0xc2d00000u /* -104 */; u > 0xc2aeac50u /* ln FLT_MIN */; u--, n++) {
+        float x = dwconv_f32_from_bits(u), r = dwconv_exp(x);
+        EXPECT(r >= prev, "exp(%a) = %a < exp(previous float) = %a", x, r, prev);
+        EXPECT(r <= FLT_MIN, "exp(%a) = %a should be subnormal", x, r);
+        prev = r;
+    }
+    ck_assert(n > 1000000);
+}
+END_TEST
+
+/* ---- silu and relu --------------------------------------------------------------- */
+
+/* silu(x) = x / (1 + dwconv_exp(-x)) in f32 against x / (1 + e^-x) in double. With
+ * dwconv_exp within EXP_MAX_ULP = 2 ulp (relative 2^-22), 1 + e carries at most that
+ * relative error plus its own rounding (2^-24), and the division adds 2^-24 more:
+ * 2^-22 + 2^-23 = 6 * 2^-24 relative, which is at most 6 ulp of the result. */
+#define SILU_MAX_ULP 6.0
+
+static void check_silu_batch(const uint32_t *bits, int n, tally *t) {
+    for (int i = 0; i < n; i++) {
+        float x = dwconv_f32_from_bits(bits[i]), r = dwconv_silu(x);
+        t->checked++;
+        double e = exp(-(double)x);
+        if (isinf((float)e)) {
+            /* e^-x overflows f32 (x < -88.72): the contract's x / (1 + inf) is -0;
+             * the true value is below 2^-120 in magnitude. */
+            if (dwconv_f32_bits(r) != SIGN_BIT) fail_at(t, "silu(%a) = %a, want -0", x, r);
+            continue;
+        }
+        double want = (double)x / (1.0 + e);
+        double err = fabs(r - want) / ulp_f32(want);
+        note_error(t, err, bits[i]);
+        if (!(err <= SILU_MAX_ULP)) fail_at(t, "silu(%a) = %a, want %a (%.3g ulp)", x, r, want, err);
+    }
+}
+
+START_TEST(silu_sweep) {
+    tally t = {0};
+    walk(0, 0x43000000u /* 128 */, stride(127), SIGN_BOTH, check_silu_batch, &t);
+    walk(0x43000000u, 0x7f7fffffu, stride(4099), SIGN_BOTH, check_silu_batch, &t);
+    expect_clean(&t, "dwconv_silu vs x/(1+exp(-x)) in ulp");
+}
+END_TEST
+
+START_TEST(silu_specials) {
+    ck_assert(dwconv_silu(INFINITY) == INFINITY);
+    ck_assert(isnan(dwconv_silu(NAN)));
+    ck_assert(isnan(dwconv_silu(-NAN)));
+    ck_assert(isnan(dwconv_silu(-INFINITY))); /* -inf / (1 + inf), as docs/numerics.md says */
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(0.0f)), 0u);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(-0.0f)), SIGN_BIT);
+    ck_assert(dwconv_silu(FLT_MAX) == FLT_MAX);
+    ck_assert(dwconv_silu(1000.0f) == 1000.0f); /* e^-1000 is 0: exactly x */
+}
+END_TEST
+
+START_TEST(relu_specials) {
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-0.0f)), SIGN_BIT); /* -0 passes */
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-1.0f)), 0u);       /* +0, not -0 */
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-INFINITY)), 0u);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-FLT_MIN / 4)), 0u); /* negative subnormal */
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(0.0f)), 0u);
+    ck_assert(dwconv_relu(2.5f) == 2.5f);
+    ck_assert(dwconv_relu(INFINITY) == INFINITY);
+    ck_assert(dwconv_relu(FLT_MIN / 4) == FLT_MIN / 4);
+    ck_assert(isnan(dwconv_relu(NAN)));
+    ck_assert(isnan(dwconv_relu(-NAN)));
+}
+END_TEST
+
+/* dwconv_activate's codes are the dwconv_activation values. */
+START_TEST(activate_dispatch) {
+    const float xs[] = {-3.5f, -0.0f, 0.0f, 0.75f, 20.0f, -100.0f};
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        float x = xs[i];
+        ck_assert_uint_eq(dwconv_f32_bits(dwconv_activate(DWCONV_ACT_NONE, x)), dwconv_f32_bits(x));
+        ck_assert_uint_eq(dwconv_f32_bits(dwconv_activate(DWCONV_ACT_RELU, x)),
+                          dwconv_f32_bits(dwconv_relu(x)));
+        ck_assert_uint_eq(dwconv_f32_bits(dwconv_activate(DWCONV_ACT_SILU, x)),
+                          dwconv_f32_bits(dwconv_silu(x)));
+    }
+}
+END_TEST
+
+/* ---- f16 against the processor's F16C ----------------------------------------------- */
+
+#ifdef HAVE_X86_F16C_TEST
+__attribute__((target("avx,f16c"))) static void check_f16_batch(const uint32_t *bits, int n,
+                                                                  tally *t) {
+    uint32_t in[BATCH] __attribute__((aligned(32))) = {0};
+    uint16_t hw[BATCH];
+    memcpy(in, bits, (size_t)n * sizeof *bits);
+    for (int i = 0; i < BATCH; i += 8) {
+        __m256 v = _mm256_load_ps((const float *)(in + i));
+        _mm_storeu_si128((__m128i *)(hw + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (int i = 0; i < n; i++) {
+        uint16_t got = dwconv_f32_to_f16(dwconv_f32_from_bits(bits[i]));
+        if (got != hw[i])
+            fail_at(t, "f32 0x%08x (%a): dwconv_f32_to_f16 0x%04x, F16C 0x%04x", bits[i],
+                    dwconv_f32_from_bits(bits[i]), got, hw[i]);
+    }
+    t->checked += (uint64_t)n;
+}
+
+START_TEST(f32_to_f16_vs_f16c) {
+    tally t = {0};
+    if (exhaustive()) {
+        walk(0, 0x7fffffffu, 1, SIGN_BOTH, check_f16_batch, &t);
+    } else {
+        walk(0, 0x7fffffffu, 13, SIGN_BOTH, check_f16_batch, &t); /* a dense stride */
+        walk(0x32f00000u, 0x38900000u, 1, SIGN_BOTH, check_f16_batch, &t); /* f16 subnormals,
+                                                         from below half the smallest one
+                                                         to past the smallest normal */
+        walk(0x477f0000u, 0x47810000u, 1, SIGN_BOTH, check_f16_batch, &t); /* overflow:
+                                                         65504, the tie 65520, 65536 */
+        walk(0x7f7f0000u, 0x7fffffffu, 1, SIGN_BOTH, check_f16_batch, &t); /* FLT_MAX, inf,
+                                                         every NaN */
+        for (uint32_t e = 0x71u; e < 0x8fu; e++) /* each f16 binade's top, carrying up */
+            walk((e << 23) + 0x7fc000u, (e << 23) + 0x804000u, 1, SIGN_BOTH, check_f16_batch, &t);
+    }
+    expect_clean(&t, "dwconv_f32_to_f16 vs F16C");
+}
+END_TEST
+
+__attribute__((target("avx,f16c"))) static void f16c_widen(const uint16_t *h, float *f) {
+    _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+}
+
+/* Every binary16 pattern. F16C quiets a signaling NaN as it widens; dwconv_f16_to_f32
+ * keeps the bits (the contract only needs NaN to stay NaN: the first fmaf quiets it),
+ * so for NaNs the quiet bit is left out of the comparison. */
+START_TEST(f16_to_f32_vs_f16c) {
+    for (uint32_t base = 0; base < 65536; base += 8) {
+        uint16_t h[8];
+        float hw[8];
+        for (int j = 0; j < 8; j++) h[j] = (uint16_t)(base + (uint32_t)j);
+        f16c_widen(h, hw);
+        for (int j = 0; j < 8; j++) {
+            uint32_t want = dwconv_f32_bits(hw[j]);
+            uint32_t got = dwconv_f32_bits(dwconv_f16_to_f32(h[j]));
+            if (isnan(hw[j])) got |= 0x00400000u;
+            EXPECT(got == want, "f16 0x%04x: dwconv_f16_to_f32 0x%08x, F16C 0x%08x", h[j],
+                          got, want);
+        }
+    }
+}
+END_TEST
+#endif
+
+/* f16 to f32 to f16 gives back every non-NaN pattern. */
+START_TEST(f16_round_trip) {
+    for (uint32_t h = 0; h < 65536; h++) {
+        if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) continue;
+        uint16_t back = dwconv_f32_to_f16(dwconv_f16_to_f32((uint16_t)h));
+        EXPECT(back == h, "f16 0x%04x comes back as 0x%04x", h, back);
+    }
+}
+END_TEST
+
+/* ---- bf16 against another formulation of round-to-nearest-even ------------------- */
+
+/* Keep the top 16 bits; round up when the 16 dropped bits are more than half, or
+ * exactly half and the kept part is odd. A carry out of the mantissa moves into the
+ * exponent, which turns the largest values into infinity as it should. NaNs are
+ * judged apart. */
+static uint16_t bf16_by_comparison(uint32_t u) {
+    uint32_t kept = u >> 16, dropped = u & 0xffffu;
+    if (dropped > 0x8000u || (dropped == 0x8000u && (kept & 1u))) kept++;
+    return (uint16_t)kept;
+}
+
+static int bf16_is_nan(uint16_t h) { return (h & 0x7f80u) == 0x7f80u && (h & 0x7fu); }
+
+static void check_bf16_batch(const uint32_t *bits, int n, tally *t) {
+    for (int i = 0; i < n; i++) {
+        uint32_t u = bits[i];
+        uint16_t got = dwconv_f32_to_bf16(dwconv_f32_from_bits(u));
+        if ((u & 0x7fffffffu) > 0x7f800000u) {
+            if (!bf16_is_nan(got) || !(got & 0x40u))
+                fail_at(t, "NaN 0x%08x became 0x%04x, want a quiet NaN", u, got);
+        } else if (got != bf16_by_comparison(u)) {
+            fail_at(t, "f32 0x%08x (%a): dwconv_f32_to_bf16 0x%04x, want 0x%04x", u,
+                    dwconv_f32_from_bits(u), got, bf16_by_comparison(u));
+        }
+    }
+    t->checked += (uint64_t)n;
+}
+
+START_TEST(f32_to_bf16_sweep) {
+    tally t = {0};
+    walk(0, 0x7fffffffu, stride(13), SIGN_BOTH, check_bf16_batch, &t);
+    walk(0, 0x00810000u, 1, SIGN_BOTH, check_bf16_batch, &t);          /* subnormals */
+    walk(0x7f7e0000u, 0x7fffffffu, 1, SIGN_BOTH, check_bf16_batch, &t); /* overflow, NaNs */
+    expect_clean(&t, "dwconv_f32_to_bf16 vs comparison rounding");
+}
+END_TEST
+
+/* Hand-picked values, each worked out from the definition. */
+START_TEST(f32_to_bf16_cases) {
+    static const struct { uint32_t f; uint16_t want; } cases[] = {
+        {0x3f800000u, 0x3f80u}, /* 1 */
+        {0x3f808000u, 0x3f80u}, /* 1 + 2^-8: halfway, 1 is even: stays */
+        {0x3f818000u, 0x3f82u}, /* 1 + 3*2^-8: halfway, 1 + 2^-7 is odd: up */
+        {0x3f808001u, 0x3f81u}, /* just above halfway: up */
+        {0x3f807fffu, 0x3f80u}, /* just below halfway: down */
+        {0xbf818000u, 0xbf82u}, /* the same tie, negative */
+        {0x3fff8000u, 0x4000u}, /* 1.99609375 ties up, carrying into the exponent: 2 */
+        {0x7f7fffffu, 0x7f80u}, /* FLT_MAX: beyond the largest bf16: +inf */
+        {0x7f7f8000u, 0x7f80u}, /* halfway above the largest bf16 (odd): +inf */
+        {0x7f7f7fffu, 0x7f7fu}, /* just below that: the largest bf16 */
+        {0xff7fffffu, 0xff80u}, /* -FLT_MAX: -inf */
+        {0x7f800000u, 0x7f80u}, /* +inf */
+        {0xff800000u, 0xff80u}, /* -inf */
+        {0x00000000u, 0x0000u}, /* +0 */
+        {0x80000000u, 0x8000u}, /* -0 */
+        {0x00008000u, 0x0000u}, /* subnormal halfway to the smallest bf16 subnormal: even 0 */
+        {0x00018000u, 0x0002u}, /* subnormal tie, odd: up */
+        {0x0000ffffu, 0x0001u}, /* rounds up to the smallest bf16 subnormal */
+        {0x007fffffu, 0x0080u}, /* largest f32 subnormal: up to FLT_MIN */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t got = dwconv_f32_to_bf16(dwconv_f32_from_bits(cases[i].f));
+        ck_assert_msg(got == cases[i].want, "f32 0x%08x: got 0x%04x, want 0x%04x", cases[i].f,
+                      got, cases[i].want);
+    }
+    /* NaNs stay NaN: truncating 0x7f800001 would give inf, rounding 0x7fffffff would
+     * carry into the sign and give -0 */
+    const uint32_t nans[] = {0x7f800001u, 0x7fffffffu, 0xffffffffu, 0x7fc00000u, 0xff800001u};
+    for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
+        uint16_t got = dwconv_f32_to_bf16(dwconv_f32_from_bits(nans[i]));
+        ck_assert_msg(bf16_is_nan(got) && (got & 0x40u), "NaN 0x%08x became 0x%04x", nans[i], got);
+        ck_assert(isnan(dwconv_bf16_to_f32(got)));
+    }
+}
+END_TEST
+
+/* Every bf16 pattern widens to the value its fields say, and comes back unchanged. */
+START_TEST(bf16_to_f32_all) {
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = dwconv_bf16_to_f32((uint16_t)h);
+        uint32_t exponent = (h >> 7) & 0xffu, mantissa = h & 0x7fu;
+        int negative = (h >> 15) != 0;
+        if (exponent == 0xffu) {
+            EXPECT(mantissa ? isnan(f) : isinf(f), "bf16 0x%04x widened to %a", h, f);
+            if (mantissa) continue;
+        } else {
+            double magnitude = exponent == 0 ? ldexp(mantissa, -133)
+                                             : ldexp(128 + mantissa, (int)exponent - 134);
+            EXPECT((double)fabsf(f) == magnitude, "bf16 0x%04x widened to %a, want %a", h,
+                          f, magnitude);
+        }
+        EXPECT((signbit(f) != 0) == negative, "bf16 0x%04x widened with the wrong sign", h);
+        EXPECT(dwconv_f32_to_bf16(f) == h, "bf16 0x%04x comes back as 0x%04x", h,
+               dwconv_f32_to_bf16(f));
+    }
+}
+END_TEST
+
+static TCase *add_tcase(Suite *s, const char *name) {
+    return core_tcase(s, name, exhaustive() ? 3600 : 120, NULL, NULL);
+}
+
+int main(void) {
+    Suite *s = suite_create("numerics");
+    TCase *tc = add_tcase(s, "exp");
+    tcase_add_test(tc, exp_sweep);
+    tcase_add_test(tc, exp_specials);
+    tcase_add_test(tc, exp_subnormal_monotonic);
+
+    tc = add_tcase(s, "activations");
+    tcase_add_test(tc, silu_sweep);
+    tcase_add_test(tc, silu_specials);
+    tcase_add_test(tc, relu_specials);
+    tcase_add_test(tc, activate_dispatch);
+
+    tc = add_tcase(s, "f16");
+#ifdef HAVE_X86_F16C_TEST
+    if (__builtin_cpu_supports("f16c")) {
+        tcase_add_test(tc, f32_to_f16_vs_f16c);
+        tcase_add_test(tc, f16_to_f32_vs_f16c);
+    } else {
+        printf("numerics: the f16 comparisons with F16C are skipped: this CPU has no F16C\n");
+    }
+#else
+    printf("numerics: the f16 comparisons with F16C are skipped: not an x86 build\n");
+#endif
+    tcase_add_test(tc, f16_round_trip);
+
+    tc = add_tcase(s, "bf16");
+    tcase_add_test(tc, f32_to_bf16_sweep);
+    tcase_add_test(tc, f32_to_bf16_cases);
+    tcase_add_test(tc, bf16_to_f32_all);
+    return core_run(s, 0);
+}

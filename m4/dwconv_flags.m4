@@ -45,4 +45,28 @@ AC_DEFUN([DWCONV_CHECK_CPU_SIMD], [
   AM_CONDITIONAL([BUILD_AVX512], [test "x$dwconv_avx512" = xyes])
   AS_IF([test "x$dwconv_avx2" = xyes], [AC_DEFINE([DWCONV_HAVE_AVX2], [1], [AVX2 flavour built])])
   AS_IF([test "x$dwconv_avx512" = xyes], [AC_DEFINE([DWCONV_HAVE_AVX512], [1], [AVX-512 flavour built])])
+  DWCONV_CHECK_ONEDNN
+])
+
+# DWCONV_CHECK_ONEDNN
+# The cpu path's benchmark (make bench-cpu) times oneDNN on the same problems when its
+# C API is installed: --with-onednn insists, --without-onednn leaves it out, the
+# default uses it when found. Only bench/cpu links it (DNNL_LIBS), never the library.
+AC_DEFUN([DWCONV_CHECK_ONEDNN], [
+  AC_ARG_WITH([onednn],
+    [AS_HELP_STRING([--without-onednn], [do not compare the cpu benchmark with oneDNN (default: when found)])],
+    [], [with_onednn=check])
+  have_dnnl=no
+  AS_IF([test "x$with_onednn" != xno], [
+    AC_CHECK_HEADER([dnnl.h], [AC_CHECK_LIB([dnnl], [dnnl_engine_create], [have_dnnl=yes])])
+    AS_IF([test "x$with_onednn" = xyes && test "x$have_dnnl" = xno],
+          [AC_MSG_ERROR([--with-onednn: dnnl.h and -ldnnl (oneDNN) were not found])])
+  ])
+  DNNL_LIBS=
+  AS_IF([test "x$have_dnnl" = xyes], [
+    DNNL_LIBS=-ldnnl
+    AC_DEFINE([HAVE_DNNL], [1], [oneDNN is there for the cpu benchmark to compare with])
+  ])
+  AC_SUBST([DNNL_LIBS])
+  AM_CONDITIONAL([HAVE_DNNL], [test "x$have_dnnl" = xyes])
 ])

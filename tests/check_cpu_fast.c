@@ -172,26 +172,21 @@ static dwconv_desc shape(int64_t B, int64_t C, int64_t L, int64_t K) {
 
 /* ---- random descriptors ---------------------------------------------------------------- */
 
-START_TEST(random_small) {
-    test_rng rng = test_rng_seed(base_seed() + (uint64_t)_i * 1000003u);
-    for (int n = 0; n < 60; n++) {
-        dwconv_desc d = test_random_desc(&rng, 300, 40);
+static void random_descriptors(uint64_t seed, int count, int64_t max_length, int64_t max_channels) {
+    test_rng rng = test_rng_seed(seed);
+    for (int n = 0; n < count; n++) {
+        dwconv_desc d = test_random_desc(&rng, max_length, max_channels);
         int with_bias = (int)test_rng_range(&rng, 0, 1);
         expect_all(&d, with_bias, &rng, test_fill_random, test_fill_random, n & 1,
                    (int)test_rng_range(&rng, 0, 15), 0);
     }
 }
+
+START_TEST(random_small) { random_descriptors(base_seed() + (uint64_t)_i * 1000003u, 60, 300, 40); }
 END_TEST
 
-START_TEST(random_long) { /* rows long enough for the direct stretch and several tiles */
-    test_rng rng = test_rng_seed(base_seed() + 77u + (uint64_t)_i * 1000003u);
-    for (int n = 0; n < 15; n++) {
-        dwconv_desc d = test_random_desc(&rng, 5000, 6);
-        int with_bias = (int)test_rng_range(&rng, 0, 1);
-        expect_all(&d, with_bias, &rng, test_fill_random, test_fill_random, n & 1,
-                   (int)test_rng_range(&rng, 0, 15), 0);
-    }
-}
+/* rows long enough for the direct stretch and several tiles */
+START_TEST(random_long) { random_descriptors(base_seed() + 77u + (uint64_t)_i * 1000003u, 15, 5000, 6); }
 END_TEST
 
 /* ---- targeted shapes -------------------------------------------------------------------- */

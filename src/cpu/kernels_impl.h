@@ -125,23 +125,9 @@ ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, float *out, c
     for (int m = 0; m < nb; m++) vf_storeu(out + j + m * VL, v_activate(acc[m], act));
 }
 
-ALWAYS_INLINE void conv_rows(const dwconv_cpu_taps *t, int64_t n, float *out, const int act) {
-    int64_t j = 0;
-    for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) conv_block(t, j, out, VEC_BLOCK, act);
-    for (; j < n; j += VL) conv_block(t, j, out, 1, act);
-}
-
-static void k_conv(const dwconv_cpu_taps *t, int64_t n, float *out) {
-    switch (t->activation) {
-    case DWCONV_ACT_RELU: conv_rows(t, n, out, DWCONV_ACT_RELU); break;
-    case DWCONV_ACT_SILU: conv_rows(t, n, out, DWCONV_ACT_SILU); break;
-    default: conv_rows(t, n, out, DWCONV_ACT_NONE); break;
-    }
-}
-
 /* ---- NCL: consecutive taps, windows shared ---- */
 
-/* Taps go by blocks of VL: the vectors A[m] = src[k0 + m*VL ...] are loaded once per
+/* Taps go by blocks of VL: the vectors a[m] = src[k0 + m*VL ...] are loaded once per
  * block and every window of the block is cut from them (vf_window), so a window
  * costs a shift or one load, and the weight broadcast serves nb outputs. */
 ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, float *out, const int nb,
@@ -169,18 +155,33 @@ ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, float *out,
     for (int m = 0; m < nb; m++) vf_storeu(out + j + m * VL, v_activate(acc[m], act));
 }
 
-ALWAYS_INLINE void window_rows(const dwconv_cpu_taps *t, int64_t n, float *out, const int act) {
+/* n outputs (a multiple of VL) by blocks of VEC_BLOCK vectors, then one by one. */
+ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, float *out, const int window,
+                           const int act) {
     int64_t j = 0;
-    for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) window_block(t, j, out, VEC_BLOCK, act);
-    for (; j < n; j += VL) window_block(t, j, out, 1, act);
+    for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) {
+        if (window) window_block(t, j, out, VEC_BLOCK, act);
+        else conv_block(t, j, out, VEC_BLOCK, act);
+    }
+    for (; j < n; j += VL) {
+        if (window) window_block(t, j, out, 1, act);
+        else conv_block(t, j, out, 1, act);
+    }
 }
 
-static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, float *out) {
+ALWAYS_INLINE void stretch_any_act(const dwconv_cpu_taps *t, int64_t n, float *out,
+                                   const int window) {
     switch (t->activation) {
-    case DWCONV_ACT_RELU: window_rows(t, n, out, DWCONV_ACT_RELU); break;
-    case DWCONV_ACT_SILU: window_rows(t, n, out, DWCONV_ACT_SILU); break;
-    default: window_rows(t, n, out, DWCONV_ACT_NONE); break;
+    case DWCONV_ACT_RELU: stretch(t, n, out, window, DWCONV_ACT_RELU); break;
+    case DWCONV_ACT_SILU: stretch(t, n, out, window, DWCONV_ACT_SILU); break;
+    default: stretch(t, n, out, window, DWCONV_ACT_NONE); break;
     }
+}
+
+static void k_conv(const dwconv_cpu_taps *t, int64_t n, float *out) { stretch_any_act(t, n, out, 0); }
+
+static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, float *out) {
+    stretch_any_act(t, n, out, 1);
 }
 
 /* ---- staging and rounding ---- */

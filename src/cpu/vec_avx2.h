@@ -16,31 +16,18 @@ typedef __m256i vi; /* 8 int32 */
 typedef __m256 vm;  /* a lane mask: all ones or all zeros per lane */
 typedef __m128i vh; /* 8 halves (f16 or bf16 bits) */
 
-static inline vf vf_loadu(const float *p) { return _mm256_loadu_ps(p); }
-static inline void vf_storeu(float *p, vf v) { _mm256_storeu_ps(p, v); }
-static inline vf vf_set1(float f) { return _mm256_set1_ps(f); }
-static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
-static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-static inline vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+#define VEC_PS(op) _mm256_##op##_ps
+#define VEC_EPI32(op) _mm256_##op##_epi32
+#define VEC_SI(op) _mm256_##op##_si256
+#include "vec_x86.h"
+
 static inline vm vf_lt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 static inline vm vf_gt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 static inline vm vf_isnan(vf a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
 static inline vf vf_select(vm m, vf yes, vf no) { return _mm256_blendv_ps(no, yes, m); }
 
-static inline vi vi_set1(int32_t i) { return _mm256_set1_epi32(i); }
 static inline vi vf_as_vi(vf a) { return _mm256_castps_si256(a); }
 static inline vf vi_as_vf(vi a) { return _mm256_castsi256_ps(a); }
-static inline vi vf_trunc(vf a) { return _mm256_cvttps_epi32(a); }
-static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
-static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
-static inline vi vi_and(vi a, vi b) { return _mm256_and_si256(a, b); }
-static inline vi vi_or(vi a, vi b) { return _mm256_or_si256(a, b); }
-static inline vi vi_xor(vi a, vi b) { return _mm256_xor_si256(a, b); }
-#define vi_sll(a, n) _mm256_slli_epi32((a), (n))
-#define vi_srl(a, n) _mm256_srli_epi32((a), (n))
-#define vi_sra(a, n) _mm256_srai_epi32((a), (n))
 static inline vm vi_gt(vi a, vi b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }
 static inline vi vi_select(vm m, vi yes, vi no) {
     return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(no), _mm256_castsi256_ps(yes), m));

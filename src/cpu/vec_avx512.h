@@ -20,31 +20,18 @@ typedef __m512i vi;   /* 16 int32 */
 typedef __mmask16 vm; /* a lane mask */
 typedef __m256i vh;   /* 16 halves (f16 or bf16 bits) */
 
-static inline vf vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
-static inline void vf_storeu(float *p, vf v) { _mm512_storeu_ps(p, v); }
-static inline vf vf_set1(float f) { return _mm512_set1_ps(f); }
-static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
-static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
-static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+#define VEC_PS(op) _mm512_##op##_ps
+#define VEC_EPI32(op) _mm512_##op##_epi32
+#define VEC_SI(op) _mm512_##op##_si512
+#include "vec_x86.h"
+
 static inline vm vf_lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 static inline vm vf_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 static inline vm vf_isnan(vf a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
 static inline vf vf_select(vm m, vf yes, vf no) { return _mm512_mask_blend_ps(m, no, yes); }
 
-static inline vi vi_set1(int32_t i) { return _mm512_set1_epi32(i); }
 static inline vi vf_as_vi(vf a) { return _mm512_castps_si512(a); }
 static inline vf vi_as_vf(vi a) { return _mm512_castsi512_ps(a); }
-static inline vi vf_trunc(vf a) { return _mm512_cvttps_epi32(a); }
-static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
-static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
-static inline vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
-static inline vi vi_or(vi a, vi b) { return _mm512_or_si512(a, b); }
-static inline vi vi_xor(vi a, vi b) { return _mm512_xor_si512(a, b); }
-#define vi_sll(a, n) _mm512_slli_epi32((a), (n))
-#define vi_srl(a, n) _mm512_srli_epi32((a), (n))
-#define vi_sra(a, n) _mm512_srai_epi32((a), (n))
 static inline vm vi_gt(vi a, vi b) { return _mm512_cmpgt_epi32_mask(a, b); }
 static inline vi vi_select(vm m, vi yes, vi no) { return _mm512_mask_blend_epi32(m, no, yes); }
 

@@ -200,6 +200,23 @@ START_TEST(long_rows) { /* few rows: the rows are split between threads */
 }
 END_TEST
 
+/* Outputs larger than any last-level cache: stored around the caches (streamed). */
+START_TEST(large_outputs) {
+    dwconv_desc d = shape(1, 5, 2000003, 3); /* 40 MB of f32, rows at odd alignments */
+    d.pad_left = 1, d.pad_right = 2;
+    expect_plain(&d, 1, 40);
+    d.dtype = d.weight_dtype = DWCONV_BF16;
+    d.length = 4000037; /* 40 MB of bf16 */
+    d.kernel_size = 9, d.pad_left = d.pad_right = 4;
+    expect_plain(&d, 0, 41);
+    d = shape(2, 64, 80000, 4); /* NLC rows of 256 bytes */
+    d.layout = DWCONV_LAYOUT_NLC;
+    d.padding = DWCONV_PADDING_CAUSAL;
+    d.activation = DWCONV_ACT_SILU;
+    expect_plain(&d, 1, 42);
+}
+END_TEST
+
 START_TEST(long_kernels) {
     static const int64_t kernels[] = {16, 17, 31, 32, 33, 64};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
@@ -523,6 +540,7 @@ static Suite *cpu_fast_suite(void) {
     TCase *shapes = tcase_create("shapes");
     tcase_set_timeout(shapes, 600);
     tcase_add_test(shapes, long_rows);
+    tcase_add_test(shapes, large_outputs);
     tcase_add_test(shapes, long_kernels);
     tcase_add_test(shapes, stride_and_dilation);
     tcase_add_test(shapes, causal_silu);

@@ -3,6 +3,7 @@
  * reference's, bit for bit, whatever the flavour and the thread count. */
 #include <config.h>
 
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -16,6 +17,15 @@ int dwconv_cpu_thread_index(void) {
 #else
     return 0;
 #endif
+}
+
+int dwconv_cpu_streams(size_t output_bytes) {
+    long cache = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (cache <= 0) cache = 32l << 20; /* unknown: a common size today */
+    return output_bytes > (size_t)cache;
 }
 
 static int thread_count(int threads) {

@@ -15,6 +15,11 @@ static inline int64_t dwconv_round_up(int64_t value, int64_t multiple) {
     return (value + multiple - 1) / multiple * multiple;
 }
 
+/* Whether an output of this many bytes should be stored around the caches
+ * (non-temporal stores): when it is larger than the last-level cache, keeping it
+ * there only costs the extra read of each line before it is written. */
+int dwconv_cpu_streams(size_t output_bytes);
+
 /* Each layout's forward pass on nt threads. Both allocate all their scratch before
  * writing any output and return DWCONV_ERROR_OUT_OF_MEMORY, y untouched, without it. */
 dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,

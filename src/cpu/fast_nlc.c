@@ -5,6 +5,7 @@
  * the same as the interior. */
 #include <config.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,8 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
     j.kernel_job = (dwconv_cpu_nlc){
         .dtype = d->dtype, .channels = C, .kernel_size = K,
         .weight_kc = weight_kc, .bias = bias_f32, .activation = d->activation,
+        .stream = dwconv_cpu_streams(plan->y_bytes) && j.row_bytes % 64 == 0 &&
+                  (uintptr_t)y % 64 == 0,
     };
 
     const int64_t blocks = (L_out + BLOCK - 1) / BLOCK, items = d->batch * blocks;

@@ -23,6 +23,7 @@ typedef struct dwconv_cpu_taps {
     int64_t kernel_size;
     float bias;              /* +0.0f without bias */
     int activation;          /* a dwconv_activation */
+    int stream;              /* out is 64-byte aligned: store it around the caches */
 } dwconv_cpu_taps;
 
 /* A block of NLC output positions: for position p and channel c < channels,
@@ -35,6 +36,7 @@ typedef struct dwconv_cpu_nlc {
     const float *weight_kc; /* weights transposed to [k][c], widened to f32 */
     const float *bias;      /* channels values: the bias widened, or zeros */
     int activation;
+    int stream; /* every row of y is 64-byte aligned: store around the caches */
 } dwconv_cpu_nlc;
 
 typedef struct dwconv_cpu_kernels {
@@ -50,8 +52,9 @@ typedef struct dwconv_cpu_kernels {
 
     /* dst[j] = src[j*stride] widened to f32, j < n (any n, any alignment). */
     void (*gather)(dwconv_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
-    /* dst[j] = src[j] rounded to dtype (a plain copy for f32), j < n. */
-    void (*narrow)(dwconv_dtype dtype, const float *src, int64_t n, void *dst);
+    /* dst[j] = src[j] rounded to dtype (a plain copy for f32), j < n; stream: around
+     * the caches (dst is then 64-byte aligned). */
+    void (*narrow)(dwconv_dtype dtype, const float *src, int64_t n, void *dst, int stream);
 
     /* positions NLC output positions, written to y (consecutive rows). */
     void (*nlc)(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions, void *y);

@@ -71,10 +71,17 @@ ALWAYS_INLINE vf v_load(const dwconv_dtype dt, const void *base, int64_t i) {
     return vf_loadu((const float *)base + i);
 }
 
-ALWAYS_INLINE void v_store(const dwconv_dtype dt, void *base, int64_t i, vf v) {
-    if (dt == DWCONV_BF16) vh_store((uint16_t *)base + i, v_to_bf16(v));
-    else if (dt == DWCONV_F16) vh_store((uint16_t *)base + i, vh_from_f16_round(v));
-    else vf_storeu((float *)base + i, v);
+/* element i of base onward, rounded; stream: around the caches (base + i is then
+ * aligned to the stored vector, and a vec_fence follows the last such store) */
+ALWAYS_INLINE void v_store(const dwconv_dtype dt, void *base, int64_t i, vf v, const int stream) {
+    if (dt == DWCONV_F32) {
+        if (stream) vf_stream((float *)base + i, v);
+        else vf_storeu((float *)base + i, v);
+        return;
+    }
+    vh h = dt == DWCONV_BF16 ? v_to_bf16(v) : vh_from_f16_round(v);
+    if (stream) vh_stream((uint16_t *)base + i, h);
+    else vh_store((uint16_t *)base + i, h);
 }
 
 typedef union lanes_buffer {
@@ -93,7 +100,7 @@ ALWAYS_INLINE vf v_load_part(const dwconv_dtype dt, const void *base, int64_t i,
 ALWAYS_INLINE void v_store_part(const dwconv_dtype dt, void *base, int64_t i, vf v, int count) {
     size_t size = dt == DWCONV_F32 ? 4 : 2;
     lanes_buffer buf;
-    v_store(dt, &buf, 0, v);
+    v_store(dt, &buf, 0, v, 0);
     memcpy((char *)base + (size_t)i * size, &buf, (size_t)count * size);
 }
 
@@ -102,8 +109,9 @@ ALWAYS_INLINE vf v_load_n(const dwconv_dtype dt, const void *base, int64_t i, in
     return count == VL ? v_load(dt, base, i) : v_load_part(dt, base, i, count);
 }
 
-ALWAYS_INLINE void v_store_n(const dwconv_dtype dt, void *base, int64_t i, vf v, int count) {
-    if (count == VL) v_store(dt, base, i, v);
+ALWAYS_INLINE void v_store_n(const dwconv_dtype dt, void *base, int64_t i, vf v, int count,
+                             const int stream) {
+    if (count == VL) v_store(dt, base, i, v, stream);
     else v_store_part(dt, base, i, v, count);
 }
 
@@ -111,7 +119,7 @@ ALWAYS_INLINE void v_store_n(const dwconv_dtype dt, void *base, int64_t i, vf v,
 
 /* nb output vectors from j: K loads and K fmas each, the weight broadcast once. */
 ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, float *out, const int nb,
-                              const int act) {
+                              const int act, const int stream) {
     vf acc[VEC_BLOCK];
     UNROLLED
     for (int m = 0; m < nb; m++) acc[m] = vf_set1(t->bias);
@@ -122,7 +130,7 @@ ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, float *out, c
         for (int m = 0; m < nb; m++) acc[m] = vf_fma(vf_loadu(p + m * VL), w, acc[m]);
     }
     UNROLLED
-    for (int m = 0; m < nb; m++) vf_storeu(out + j + m * VL, v_activate(acc[m], act));
+    for (int m = 0; m < nb; m++) v_store(DWCONV_F32, out, j + m * VL, v_activate(acc[m], act), stream);
 }
 
 /* ---- NCL: consecutive taps, windows shared ---- */
@@ -131,7 +139,7 @@ ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, float *out, c
  * block and every window of the block is cut from them (vf_window), so a window
  * costs a shift or one load, and the weight broadcast serves nb outputs. */
 ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, float *out, const int nb,
-                                const int act) {
+                                const int act, const int stream) {
     const float *src = t->tap[0] + j;
     const int64_t K = t->kernel_size;
     vf acc[VEC_BLOCK];
@@ -152,29 +160,36 @@ ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, float *out,
         }
     }
     UNROLLED
-    for (int m = 0; m < nb; m++) vf_storeu(out + j + m * VL, v_activate(acc[m], act));
+    for (int m = 0; m < nb; m++) v_store(DWCONV_F32, out, j + m * VL, v_activate(acc[m], act), stream);
 }
 
 /* n outputs (a multiple of VL) by blocks of VEC_BLOCK vectors, then one by one. */
 ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, float *out, const int window,
-                           const int act) {
+                           const int act, const int stream) {
     int64_t j = 0;
     for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) {
-        if (window) window_block(t, j, out, VEC_BLOCK, act);
-        else conv_block(t, j, out, VEC_BLOCK, act);
+        if (window) window_block(t, j, out, VEC_BLOCK, act, stream);
+        else conv_block(t, j, out, VEC_BLOCK, act, stream);
     }
     for (; j < n; j += VL) {
-        if (window) window_block(t, j, out, 1, act);
-        else conv_block(t, j, out, 1, act);
+        if (window) window_block(t, j, out, 1, act, stream);
+        else conv_block(t, j, out, 1, act, stream);
     }
+    if (stream) vec_fence(); /* the streamed stores are visible before the caller goes on */
+}
+
+ALWAYS_INLINE void stretch_stores(const dwconv_cpu_taps *t, int64_t n, float *out,
+                                  const int window, const int act) {
+    if (t->stream) stretch(t, n, out, window, act, 1);
+    else stretch(t, n, out, window, act, 0);
 }
 
 ALWAYS_INLINE void stretch_any_act(const dwconv_cpu_taps *t, int64_t n, float *out,
                                    const int window) {
     switch (t->activation) {
-    case DWCONV_ACT_RELU: stretch(t, n, out, window, DWCONV_ACT_RELU); break;
-    case DWCONV_ACT_SILU: stretch(t, n, out, window, DWCONV_ACT_SILU); break;
-    default: stretch(t, n, out, window, DWCONV_ACT_NONE); break;
+    case DWCONV_ACT_RELU: stretch_stores(t, n, out, window, DWCONV_ACT_RELU); break;
+    case DWCONV_ACT_SILU: stretch_stores(t, n, out, window, DWCONV_ACT_SILU); break;
+    default: stretch_stores(t, n, out, window, DWCONV_ACT_NONE); break;
     }
 }
 
@@ -212,17 +227,25 @@ static void k_gather(dwconv_dtype dtype, const void *src, int64_t stride, int64_
     }
 }
 
-ALWAYS_INLINE void narrow_typed(const dwconv_dtype dt, const float *src, int64_t n, void *dst) {
+ALWAYS_INLINE void narrow_typed(const dwconv_dtype dt, const float *src, int64_t n, void *dst,
+                                const int stream) {
     int64_t j = 0;
-    for (; j + VL <= n; j += VL) v_store(dt, dst, j, vf_loadu(src + j));
+    for (; j + VL <= n; j += VL) v_store(dt, dst, j, vf_loadu(src + j), stream);
     for (; j < n; j++) dwconv_store(dt, dst, j, src[j]);
+    if (stream) vec_fence();
 }
 
-static void k_narrow(dwconv_dtype dtype, const float *src, int64_t n, void *dst) {
+ALWAYS_INLINE void narrow_stores(const dwconv_dtype dt, const float *src, int64_t n, void *dst,
+                                 int stream) {
+    if (stream) narrow_typed(dt, src, n, dst, 1);
+    else narrow_typed(dt, src, n, dst, 0);
+}
+
+static void k_narrow(dwconv_dtype dtype, const float *src, int64_t n, void *dst, int stream) {
     switch (dtype) {
-    case DWCONV_BF16: narrow_typed(DWCONV_BF16, src, n, dst); break;
-    case DWCONV_F16: narrow_typed(DWCONV_F16, src, n, dst); break;
-    default: narrow_typed(DWCONV_F32, src, n, dst); break;
+    case DWCONV_BF16: narrow_stores(DWCONV_BF16, src, n, dst, stream); break;
+    case DWCONV_F16: narrow_stores(DWCONV_F16, src, n, dst, stream); break;
+    default: narrow_stores(DWCONV_F32, src, n, dst, stream); break;
     }
 }
 
@@ -233,7 +256,7 @@ enum { NLC_POSITIONS = 4 }; /* positions in flight: each weight vector serves fo
 /* Channels [c0, c0 + count) of positions [p0, p0 + np). */
 ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *row, int64_t p0,
                                 const int np, void *y, int64_t c0, const int count,
-                                const dwconv_dtype dt, const int act) {
+                                const dwconv_dtype dt, const int act, const int stream) {
     const int64_t C = job->channels, K = job->kernel_size;
     vf acc[NLC_POSITIONS];
     const vf bias = v_load_n(DWCONV_F32, job->bias, c0, count);
@@ -246,31 +269,40 @@ ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *ro
             acc[p] = vf_fma(v_load_n(dt, row[(p0 + p) * K + k], c0, count), w, acc[p]);
     }
     UNROLLED
-    for (int p = 0; p < np; p++) v_store_n(dt, y, (p0 + p) * C + c0, v_activate(acc[p], act), count);
+    for (int p = 0; p < np; p++)
+        v_store_n(dt, y, (p0 + p) * C + c0, v_activate(acc[p], act), count, stream);
 }
 
 ALWAYS_INLINE void nlc_positions(const dwconv_cpu_nlc *job, const void *const *row, int64_t p0,
-                                 const int np, void *y, const dwconv_dtype dt, const int act) {
+                                 const int np, void *y, const dwconv_dtype dt, const int act,
+                                 const int stream) {
     const int64_t C = job->channels;
     int64_t c0 = 0;
-    for (; c0 + VL <= C; c0 += VL) nlc_channels(job, row, p0, np, y, c0, VL, dt, act);
-    if (c0 < C) nlc_channels(job, row, p0, np, y, c0, (int)(C - c0), dt, act);
+    for (; c0 + VL <= C; c0 += VL) nlc_channels(job, row, p0, np, y, c0, VL, dt, act, stream);
+    if (c0 < C) nlc_channels(job, row, p0, np, y, c0, (int)(C - c0), dt, act, 0);
 }
 
 ALWAYS_INLINE void nlc_typed(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
-                             void *y, const dwconv_dtype dt, const int act) {
+                             void *y, const dwconv_dtype dt, const int act, const int stream) {
     int64_t p0 = 0;
     for (; p0 + NLC_POSITIONS <= positions; p0 += NLC_POSITIONS)
-        nlc_positions(job, row, p0, NLC_POSITIONS, y, dt, act);
-    for (; p0 < positions; p0++) nlc_positions(job, row, p0, 1, y, dt, act);
+        nlc_positions(job, row, p0, NLC_POSITIONS, y, dt, act, stream);
+    for (; p0 < positions; p0++) nlc_positions(job, row, p0, 1, y, dt, act, stream);
+    if (stream) vec_fence();
+}
+
+ALWAYS_INLINE void nlc_stores(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
+                              void *y, const dwconv_dtype dt, const int act) {
+    if (job->stream) nlc_typed(job, row, positions, y, dt, act, 1);
+    else nlc_typed(job, row, positions, y, dt, act, 0);
 }
 
 ALWAYS_INLINE void nlc_act(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
                            void *y, const int act) {
     switch (job->dtype) {
-    case DWCONV_BF16: nlc_typed(job, row, positions, y, DWCONV_BF16, act); break;
-    case DWCONV_F16: nlc_typed(job, row, positions, y, DWCONV_F16, act); break;
-    default: nlc_typed(job, row, positions, y, DWCONV_F32, act); break;
+    case DWCONV_BF16: nlc_stores(job, row, positions, y, DWCONV_BF16, act); break;
+    case DWCONV_F16: nlc_stores(job, row, positions, y, DWCONV_F16, act); break;
+    default: nlc_stores(job, row, positions, y, DWCONV_F32, act); break;
     }
 }
 

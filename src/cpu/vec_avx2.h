@@ -49,6 +49,7 @@ static inline vf vf_load_even(const float *p) {
 
 static inline vh vh_load(const uint16_t *p) { return _mm_loadu_si128((const __m128i *)p); }
 static inline void vh_store(uint16_t *p, vh h) { _mm_storeu_si128((__m128i *)p, h); }
+static inline void vh_stream(uint16_t *p, vh h) { _mm_stream_si128((__m128i *)p, h); } /* p aligned */
 /* The low 16 bits of 8 int32 lanes, each already in [0, 65535] (no saturation). */
 static inline vh vh_pack(vi a) {
     __m256i packed = _mm256_packus_epi32(a, a); /* per 128-bit lane: a0..a3 a0..a3 */

@@ -65,6 +65,7 @@ static inline vf vf_load_even(const float *p) {
 
 static inline vh vh_load(const uint16_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline void vh_store(uint16_t *p, vh h) { _mm256_storeu_si256((__m256i *)p, h); }
+static inline void vh_stream(uint16_t *p, vh h) { _mm256_stream_si256((__m256i *)p, h); } /* p aligned */
 /* p[0], p[2], ..., p[30]: the low halves of 16 int32 lanes */
 static inline vh vh_load_even(const uint16_t *p) {
     return _mm512_cvtepi32_epi16(_mm512_loadu_si512(p));

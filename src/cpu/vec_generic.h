@@ -19,6 +19,8 @@ typedef uint16_t vh;
 
 static inline vf vf_loadu(const float *p) { return *p; }
 static inline void vf_storeu(float *p, vf v) { *p = v; }
+static inline void vf_stream(float *p, vf v) { *p = v; }
+static inline void vec_fence(void) {}
 static inline vf vf_set1(float f) { return f; }
 static inline vf vf_fma(vf a, vf b, vf c) { return DWCONV_FMAF(a, b, c); }
 static inline vf vf_add(vf a, vf b) { return a + b; }
@@ -56,6 +58,7 @@ static inline vf vf_load_even(const float *p) { return p[0]; }
 
 static inline vh vh_load(const uint16_t *p) { return *p; }
 static inline void vh_store(uint16_t *p, vh h) { *p = h; }
+static inline void vh_stream(uint16_t *p, vh h) { *p = h; }
 static inline vh vh_load_even(const uint16_t *p) { return p[0]; }
 static inline vh vh_pack(vi a) { return (vh)a; }
 static inline vf vf_from_bf16(vh h) { return dwconv_bf16_to_f32(h); }

@@ -7,6 +7,9 @@
 
 static inline vf vf_loadu(const float *p) { return VEC_PS(loadu)(p); }
 static inline void vf_storeu(float *p, vf v) { VEC_PS(storeu)(p, v); }
+/* non-temporal: p aligned to the vector; vec_fence orders these stores */
+static inline void vf_stream(float *p, vf v) { VEC_PS(stream)(p, v); }
+static inline void vec_fence(void) { _mm_sfence(); }
 static inline vf vf_set1(float f) { return VEC_PS(set1)(f); }
 static inline vf vf_fma(vf a, vf b, vf c) { return VEC_PS(fmadd)(a, b, c); }
 static inline vf vf_add(vf a, vf b) { return VEC_PS(add)(a, b); }

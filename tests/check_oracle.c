@@ -276,13 +276,18 @@ static void note_coverage(coverage *cv, const dwconv_desc *d, int with_bias) {
 }
 
 static void expect_coverage(const coverage *cv) {
-    const int all[] = {cv->length_one, cv->kernel_beyond_length, cv->big_dilation, cv->strided,
-                       cv->odd_length, cv->mode[0], cv->mode[1], cv->mode[2], cv->mode[3],
-                       cv->preset[0], cv->preset[1], cv->preset[2], cv->dtype[0], cv->dtype[1],
-                       cv->dtype[2], cv->narrow_weights, cv->layout[0], cv->layout[1],
-                       cv->bias[0], cv->bias[1], cv->act[0], cv->act[1], cv->act[2]};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        ck_assert_msg(all[i], "the random descriptors missed coverage item %zu", i);
+    const struct { int seen; const char *what; } items[] = {
+        {cv->length_one, "L = 1"}, {cv->kernel_beyond_length, "K > L"},
+        {cv->big_dilation, "dilation >= 5"}, {cv->strided, "stride > 1"},
+        {cv->odd_length, "odd L"}, {cv->mode[0], "zeros"}, {cv->mode[1], "reflect"},
+        {cv->mode[2], "replicate"}, {cv->mode[3], "circular"}, {cv->preset[0], "explicit"},
+        {cv->preset[1], "same"}, {cv->preset[2], "causal"}, {cv->dtype[0], "f32"},
+        {cv->dtype[1], "f16"}, {cv->dtype[2], "bf16"}, {cv->narrow_weights, "f16/bf16 weights"},
+        {cv->layout[0], "NCL"}, {cv->layout[1], "NLC"}, {cv->bias[0], "no bias"},
+        {cv->bias[1], "bias"}, {cv->act[0], "none"}, {cv->act[1], "relu"}, {cv->act[2], "silu"},
+    };
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
+        ck_assert_msg(items[i].seen, "no random descriptor had %s", items[i].what);
 }
 
 START_TEST(random_descriptors) {

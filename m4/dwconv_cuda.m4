@@ -15,6 +15,14 @@ AC_DEFUN([DWCONV_CHECK_CUDA], [
   : ${CUDA_ARCHS="80 90"}
   build_cuda=no
   cuda_summary="no (--without-cuda)"
+  dnl A module is a shared object: without shared libraries there is none to build.
+  AS_IF([test "x$with_cuda" != xno && test "x$enable_shared" = xno], [
+    AS_IF([test "x$with_cuda" != xguess],
+          [AC_MSG_ERROR([--with-cuda needs shared libraries: the module is a shared object (drop --disable-shared)])])
+    AC_MSG_WARN([--disable-shared: the CUDA module will not be built])
+    with_cuda=no
+    cuda_summary="no: modules need shared libraries (--disable-shared)"
+  ])
   AS_IF([test "x$with_cuda" != xno], [
     cuda_candidates=
     AS_CASE([$with_cuda],

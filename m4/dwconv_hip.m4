@@ -14,6 +14,14 @@ AC_DEFUN([DWCONV_CHECK_HIP], [
   : ${HIP_ARCHS="gfx908 gfx90a gfx940 gfx1030"}
   build_hip=no
   hip_summary="no (--without-hip)"
+  dnl A module is a shared object: without shared libraries there is none to build.
+  AS_IF([test "x$with_hip" != xno && test "x$enable_shared" = xno], [
+    AS_IF([test "x$with_hip" != xguess],
+          [AC_MSG_ERROR([--with-hip needs shared libraries: the module is a shared object (drop --disable-shared)])])
+    AC_MSG_WARN([--disable-shared: the HIP module will not be built])
+    with_hip=no
+    hip_summary="no: modules need shared libraries (--disable-shared)"
+  ])
   AS_IF([test "x$with_hip" != xno], [
     AS_CASE([$with_hip],
       [yes|guess], [hip_candidates="${ROCM_PATH:+$ROCM_PATH/bin} `echo $PATH | tr ':' ' '` /opt/rocm/bin"],

@@ -50,7 +50,7 @@ int run_case(const gpu_case *c, int kernel, int shift, char *why, size_t why_siz
     gpu_launch l;
     gpu_plan_launch(kernel, &a, &l);
     ran[l.kernel]++;
-    if (gpu_emulate(gpu_kernel_instance(&a, l.kernel), l.blocks, l.threads, l.smem, a) != 0) {
+    if (gpu_emulate(gpu_kernel_instance(&a, l.kernel), l.grid, l.threads, l.smem, a) != 0) {
         snprintf(why, why_size, "%s: barrier mismatch in the %s kernel",
                  test_desc_string(&c->desc), gpu_kernel_names[l.kernel]);
         return -1;
@@ -87,6 +87,9 @@ int main(void) {
                 failures++;
                 continue;
             }
+            /* every other case: tiny launch limits, so blocks walk rows and tiles */
+            gpu_limits.enough_blocks = i % 2 ? 1 : 2048;
+            gpu_limits.grid_yz = i % 4 == 1 ? 2 : 65535;
             for (int shift = 0; shift < 2; shift++, runs++)
                 if (run_case(&c, kernel, shift, why, sizeof why) != 0) {
                     fprintf(stderr, "FAIL %s\n", why);

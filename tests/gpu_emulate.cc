@@ -9,7 +9,7 @@ dim3 threadIdx, blockIdx, blockDim, gridDim;
 #ifndef GPU_EMULATE_AVAILABLE
 void __syncthreads() {}
 unsigned char *gpu_emulated_shared() { return NULL; }
-int gpu_emulate(gpu_kernel_fn, int64_t, int, size_t, gpu_conv_args) {
+int gpu_emulate(gpu_kernel_fn, const int64_t *, int, size_t, gpu_conv_args) {
     fprintf(stderr, "gpu_emulate: this platform has no ucontext.h\n");
     return -1;
 }
@@ -65,7 +65,31 @@ void __syncthreads() {
 
 unsigned char *gpu_emulated_shared() { return (unsigned char *)emu.shared.data(); }
 
-int gpu_emulate(gpu_kernel_fn kernel, int64_t blocks, int threads, size_t smem,
+/* Runs block blockIdx to its end; 0, or -1 on a barrier some threads skip. */
+static int run_block(int n) {
+    memset(emu.shared.data(), 0xff, emu.shared.size() * sizeof(uint4));
+    for (int t = 0; t < n; t++) {
+        getcontext(&emu.contexts[t]);
+        emu.contexts[t].uc_stack.ss_sp = emu.stacks[t].data();
+        emu.contexts[t].uc_stack.ss_size = stack_bytes;
+        emu.contexts[t].uc_link = &emu.scheduler;
+        makecontext(&emu.contexts[t], (void (*)())thread_entry, 1, t);
+        emu.states[t] = RUNNING;
+    }
+    for (bool descending = false;; descending = !descending) {
+        run_phase(descending);
+        int waiting = 0, finished = 0;
+        for (int t = 0; t < n; t++) (emu.states[t] == FINISHED ? finished : waiting)++;
+        if (waiting == 0) return 0;
+        if (finished != 0) {
+            fprintf(stderr, "gpu_emulate: block (%u, %u, %u): %d threads wait at a barrier that "
+                    "%d others never reach\n", blockIdx.x, blockIdx.y, blockIdx.z, waiting, finished);
+            return -1;
+        }
+    }
+}
+
+int gpu_emulate(gpu_kernel_fn kernel, const int64_t grid[3], int threads, size_t smem,
                 gpu_conv_args args) {
     const int n = threads;
     emu.kernel = kernel;
@@ -75,31 +99,14 @@ int gpu_emulate(gpu_kernel_fn kernel, int64_t blocks, int threads, size_t smem,
     if ((int)emu.stacks.size() < n) emu.stacks.resize(n, std::vector<char>(stack_bytes));
     emu.shared.resize(smem / sizeof(uint4) + 1);
     blockDim = dim3{(unsigned)n, 1, 1};
-    gridDim = dim3{(unsigned)blocks, 1, 1};
+    gridDim = dim3{(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
     threadIdx = blockIdx = dim3{0, 0, 0};
-    for (int64_t block = 0; block < blocks; block++) {
-        blockIdx.x = (unsigned)block;
-        memset(emu.shared.data(), 0xff, emu.shared.size() * sizeof(uint4));
-        for (int t = 0; t < n; t++) {
-            getcontext(&emu.contexts[t]);
-            emu.contexts[t].uc_stack.ss_sp = emu.stacks[t].data();
-            emu.contexts[t].uc_stack.ss_size = stack_bytes;
-            emu.contexts[t].uc_link = &emu.scheduler;
-            makecontext(&emu.contexts[t], (void (*)())thread_entry, 1, t);
-            emu.states[t] = RUNNING;
-        }
-        for (bool descending = false;; descending = !descending) {
-            run_phase(descending);
-            int waiting = 0, finished = 0;
-            for (int t = 0; t < n; t++) (emu.states[t] == FINISHED ? finished : waiting)++;
-            if (waiting == 0) break;
-            if (finished != 0) {
-                fprintf(stderr, "gpu_emulate: block %lld: %d threads wait at a barrier that %d "
-                        "others never reach\n", (long long)block, waiting, finished);
-                return -1;
+    for (unsigned z = 0; z < gridDim.z; z++)
+        for (unsigned y = 0; y < gridDim.y; y++)
+            for (unsigned x = 0; x < gridDim.x; x++) {
+                blockIdx = dim3{x, y, z};
+                if (run_block(n) != 0) return -1;
             }
-        }
-    }
     return 0;
 }
 #endif /* GPU_EMULATE_AVAILABLE */

@@ -8,7 +8,7 @@
  * run in ascending order, then descending, then ascending... so a shared-memory read
  * that lacks a barrier sees stale data in one of the orders. Shared memory is
  * poisoned (all bits set: NaN in every dtype) before each block. A barrier that some
- * threads skip is reported. Blocks run one after another.
+ * threads skip is reported. Blocks (a 3D grid) run one after another.
  *
  * Include this first, then src/cuda/gpu_kernels.cuh.
  */
@@ -49,7 +49,7 @@ unsigned char *gpu_emulated_shared();
 
 /* Runs one launch to completion; returns 0, or -1 after printing why (a barrier not
  * reached by every thread of a block, or no ucontext on this platform). */
-int gpu_emulate(gpu_kernel_fn kernel, int64_t blocks, int threads, size_t smem,
+int gpu_emulate(gpu_kernel_fn kernel, const int64_t grid[3], int threads, size_t smem,
                 gpu_conv_args args);
 
 #endif

@@ -16,9 +16,9 @@ typedef struct gpu_conv_args {
     int dtype, weight_dtype, layout, padding_mode, activation;
 
     /* geometry (gpu_launch.cuh) */
-    int64_t total_tiles;   /* work items; blocks stride over them */
-    int64_t tiles_per_row; /* NCL: tiles per (b, c) row (per phase, lattice);
-                              NLC: position tiles per batch entry */
+    int64_t tiles_per_row;   /* NCL: tiles per (b, c) row (per phase, lattice);
+                                NLC: position tiles per batch entry */
+    int64_t tiles_per_block; /* consecutive tiles one block walks */
     int64_t window;        /* raw x elements a tile stages (tile kernel) */
     int64_t phases;        /* lattice: dilation / stride */
     int channel_threads;   /* NLC: threads across channel vectors in a block */

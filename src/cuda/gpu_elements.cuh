@@ -99,7 +99,7 @@ template <int DT>
 static __device__ __forceinline__ void gpu_store_vector(void *y, int64_t at, const float *out,
                                                         int first, int last) {
     if (first == 0 && last == gpu_vec_width<DT>::value)
-        *(uint4 *)((typename gpu_elem<DT>::raw *)y + at) = gpu_vec_narrow<DT>(out);
+        gpu_store16((typename gpu_elem<DT>::raw *)y + at, gpu_vec_narrow<DT>(out));
     else
         gpu_store_elements<DT>(y, at, out, first, last);
 }

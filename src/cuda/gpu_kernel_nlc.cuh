@@ -34,95 +34,106 @@ static __device__ __forceinline__ void gpu_nlc_load(const void *x, int64_t at, i
     typedef typename gpu_elem<DT>::raw raw;
     const int V = gpu_vec_width<DT>::value;
     if (vector && valid == V) {
-        gpu_vec_widen<DT>(*(const uint4 *)((const raw *)x + at), out);
+        gpu_vec_widen<DT>(gpu_load16((const raw *)x + at), out);
         return;
     }
 #pragma unroll
     for (int i = 0; i < V; i++) out[i] = i < valid ? gpu_elem<DT>::widen(((const raw *)x)[at + i]) : 0.0f;
 }
 
+/* Weights of taps [kc, kc + taps) of channels [cblock, cblock + bc), as f32, into
+ * ws[tap][channel] (channels past C get 0). */
+template <int WT>
+static __device__ __forceinline__ void gpu_nlc_stage_weights(float *ws, const void *weight, int64_t C,
+                                                             int64_t K, int64_t cblock, int bc,
+                                                             int64_t kc, int taps, int tid) {
+    typedef typename gpu_elem<WT>::raw wraw;
+    for (int e = tid; e < taps * bc; e += GPU_NLC_THREADS) {
+        const int64_t cc = cblock + e % bc;
+        ws[e] = cc < C ? gpu_elem<WT>::widen(((const wraw *)weight)[cc * K + kc + e / bc]) : 0.0f;
+    }
+}
+
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_args a) {
     typedef typename gpu_elem<WT>::raw wraw;
+    typedef typename gpu_elem<XT>::raw raw;
     const int V = gpu_vec_width<XT>::value, R = GPU_NLC_RUN(XT);
     const int TC = a.channel_threads, TR = GPU_NLC_THREADS / TC;
     const int tid = threadIdx.x, cx = tid % TC, ry = tid / TC;
     const int64_t C = a.channels, L = a.length, L_out = a.output_length, K = a.kernel_size;
     const int64_t S = a.stride, D = a.dilation;
-    const int64_t block_channels = (int64_t)TC * V;
-    const int64_t channel_blocks = (C + block_channels - 1) / block_channels;
-    float *ws = (float *)gpu_shared_base(); /* [GPU_NLC_TAPS][TC * V] */
+    const int bc = TC * V; /* channels of a block */
+    const int64_t channel_blocks = (C + bc - 1) / bc;
+    const int64_t pt_begin = (int64_t)blockIdx.x * a.tiles_per_block;
+    const int64_t pt_end = gpu_min64(pt_begin + a.tiles_per_block, a.tiles_per_row);
+    float *ws = (float *)gpu_shared_base(); /* [GPU_NLC_TAPS][bc] */
 
-    for (int64_t tile = blockIdx.x; tile < a.total_tiles; tile += gridDim.x) {
-        /* channels fastest: neighbouring blocks share rows of x */
-        const int64_t b = tile / (a.tiles_per_row * channel_blocks);
-        const int64_t rest = tile - b * a.tiles_per_row * channel_blocks;
-        const int64_t pt = rest / channel_blocks, cb = rest - pt * channel_blocks;
-        const int64_t cblock = cb * block_channels;
-        const int64_t c = cblock + (int64_t)cx * V;
-        const int valid = (int)gpu_max64(0, gpu_min64(V, C - c));
-        const int64_t ob = (pt * TR + ry) * R; /* first output position */
-        const int64_t first_pos = ob * S - a.pad_left;
-        const int interior = first_pos >= 0 && (ob + R - 1) * S + (K - 1) * D - a.pad_left < L;
-        const typename gpu_elem<XT>::raw *xb = (const typename gpu_elem<XT>::raw *)a.x + b * L * C;
-
-        float acc[R][V];
+    /* x: position tiles, y: channel blocks, z: batch (each strided) */
+    for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
+        for (int64_t cb = blockIdx.y; cb < channel_blocks; cb += gridDim.y) {
+            const int64_t cblock = cb * bc, c = cblock + (int64_t)cx * V;
+            const int valid = (int)gpu_max64(0, gpu_min64(V, C - c));
+            const raw *xb = (const raw *)a.x + b * L * C;
+            int64_t staged = -1; /* first tap of the weights in ws */
+            for (int64_t pt = pt_begin; pt < pt_end; pt++) {
+                const int64_t ob = (pt * TR + ry) * R; /* first output position */
+                const int64_t first_pos = ob * S - a.pad_left;
+                const int interior = first_pos >= 0 && (ob + R - 1) * S + (K - 1) * D - a.pad_left < L;
+                float acc[R][V];
 #pragma unroll
-        for (int i = 0; i < V; i++) {
-            const float bias = a.bias && i < valid
-                                   ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c + i])
-                                   : 0.0f;
+                for (int i = 0; i < V; i++) {
+                    const float bias = a.bias && i < valid
+                                           ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c + i])
+                                           : 0.0f;
 #pragma unroll
-            for (int r = 0; r < R; r++) acc[r][i] = bias;
-        }
-
-        for (int64_t kc = 0; kc < K; kc += GPU_NLC_TAPS) {
-            __syncthreads(); /* the previous chunk's weights are no longer read */
-            const int taps = (int)gpu_min64(GPU_NLC_TAPS, K - kc);
-            const int bc = (int)block_channels;
-            for (int e = tid; e < taps * bc; e += GPU_NLC_THREADS) {
-                const int64_t cc = cblock + e % bc;
-                ws[e] = cc < C ? gpu_elem<WT>::widen(((const wraw *)a.weight)[cc * K + kc + e / bc])
-                               : 0.0f;
-            }
-            __syncthreads();
-            for (int kk = 0; kk < taps; kk++) {
-                float w[V];
-#pragma unroll
-                for (int i = 0; i < V; i += 4) {
-                    const float4 f = *(const float4 *)(ws + kk * block_channels + cx * V + i);
-                    w[i] = f.x, w[i + 1] = f.y, w[i + 2] = f.z, w[i + 3] = f.w;
+                    for (int r = 0; r < R; r++) acc[r][i] = bias;
                 }
-                const int64_t tap = (kc + kk) * D + first_pos;
-                float xv[R][V];
+                for (int64_t kc = 0; kc < K; kc += GPU_NLC_TAPS) {
+                    const int taps = (int)gpu_min64(GPU_NLC_TAPS, K - kc);
+                    if (staged != kc) { /* with K <= GPU_NLC_TAPS, once per block and row */
+                        __syncthreads();
+                        gpu_nlc_stage_weights<WT>(ws, a.weight, C, K, cblock, bc, kc, taps, tid);
+                        __syncthreads();
+                        staged = kc;
+                    }
+                    for (int kk = 0; kk < taps; kk++) {
+                        float w[V];
+#pragma unroll
+                        for (int i = 0; i < V; i += 4) {
+                            const float4 f = *(const float4 *)(ws + kk * bc + cx * V + i);
+                            w[i] = f.x, w[i + 1] = f.y, w[i + 2] = f.z, w[i + 3] = f.w;
+                        }
+                        const int64_t tap = (kc + kk) * D + first_pos;
+                        float xv[R][V];
+#pragma unroll
+                        for (int r = 0; r < R; r++) {
+                            int64_t pos = tap + r * S;
+                            if (!interior) {
+                                pos = dwconv_source_index(a.padding_mode, pos, L);
+                                if (pos >= L) pos = -1;
+                            }
+                            gpu_nlc_load<XT>(xb, pos * C + c, pos >= 0 ? valid : 0, a.vector_x, xv[r]);
+                        }
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+#pragma unroll
+                            for (int i = 0; i < V; i++) acc[r][i] = DWCONV_FMAF(xv[r][i], w[i], acc[r][i]);
+                    }
+                }
+                if (valid == 0) continue;
 #pragma unroll
                 for (int r = 0; r < R; r++) {
-                    int64_t pos = tap + r * S;
-                    if (!interior) {
-                        pos = dwconv_source_index(a.padding_mode, pos, L);
-                        if (pos >= L) pos = -1;
-                    }
-                    gpu_nlc_load<XT>(xb, pos * C + c, pos >= 0 ? valid : 0, a.vector_x, xv[r]);
+                    if (ob + r >= L_out) break;
+                    float out[V];
+#pragma unroll
+                    for (int i = 0; i < V; i++) out[i] = dwconv_activate(a.activation, acc[r][i]);
+                    const int64_t at = (b * L_out + ob + r) * C + c;
+                    if (a.vector_y) gpu_store_vector<XT>(a.y, at, out, 0, valid);
+                    else gpu_store_elements<XT>(a.y, at, out, 0, valid);
                 }
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < V; i++) acc[r][i] = DWCONV_FMAF(xv[r][i], w[i], acc[r][i]);
             }
         }
-
-        if (valid == 0) continue;
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            if (ob + r >= L_out) break;
-            float out[V];
-#pragma unroll
-            for (int i = 0; i < V; i++) out[i] = dwconv_activate(a.activation, acc[r][i]);
-            const int64_t at = (b * L_out + ob + r) * C + c;
-            if (a.vector_y) gpu_store_vector<XT>(a.y, at, out, 0, valid);
-            else gpu_store_elements<XT>(a.y, at, out, 0, valid);
-        }
-    }
 }
 
 #endif /* DWCONV_GPU_KERNEL_NLC_CUH */

@@ -33,29 +33,55 @@ static const char *const gpu_kernel_names[GPU_KERNEL_COUNT] = {"auto",    "gener
 
 /* Shared memory a block may use without opting in on any GPU we build for. */
 #define GPU_SMEM_LIMIT (48 * 1024)
-/* Blocks of one launch; the kernels stride over the rest (HIP caps a grid at 2^32
- * threads). */
-#define GPU_MAX_BLOCKS ((int64_t)1 << 22)
+/* Grid x stays far below HIP's cap of 2^32 threads per dimension. */
+#define GPU_GRID_X ((int64_t)1 << 22)
+
+/* Variables, not constants, so that the emulated tests can shrink them and reach the
+ * kernels' loops over rows and over several tiles with small problems. */
+static struct {
+    int64_t grid_yz;       /* grid y and z: 65535 everywhere; kernels stride over more */
+    int64_t enough_blocks; /* blocks that fill the GPU before blocks walk several tiles */
+} gpu_limits = {65535, 2048};
 
 typedef struct gpu_launch {
     int kernel; /* enum gpu_kernel_id */
-    int64_t blocks;
+    int64_t grid[3];
     int threads;
     size_t smem;
 } gpu_launch;
 
 static int gpu_dtype_size(int dtype) { return dtype == DWCONV_F32 ? 4 : 2; }
 static int64_t gpu_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t gpu_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static void gpu_set_blocks(gpu_launch *l, int64_t work) {
-    l->blocks = work < 1 ? 1 : work > GPU_MAX_BLOCKS ? GPU_MAX_BLOCKS : work;
+/* x: chunks of a->tiles_per_row tiles, at most `most` tiles per block, fewer while
+ * that leaves the GPU short of blocks; y, z as given (clamped; kernels stride). */
+static void gpu_set_grid(gpu_conv_args *a, gpu_launch *l, int64_t most, int64_t y, int64_t z) {
+    const int64_t total = a->tiles_per_row * y * z;
+    a->tiles_per_block =
+        gpu_clamp(total / gpu_limits.enough_blocks, 1, gpu_clamp(most, 1, a->tiles_per_row));
+    if (gpu_div_up(a->tiles_per_row, a->tiles_per_block) > GPU_GRID_X)
+        a->tiles_per_block = gpu_div_up(a->tiles_per_row, GPU_GRID_X);
+    l->grid[0] = gpu_div_up(a->tiles_per_row, a->tiles_per_block);
+    l->grid[1] = gpu_clamp(y, 1, gpu_limits.grid_yz);
+    l->grid[2] = gpu_clamp(z, 1, gpu_limits.grid_yz);
+}
+
+/* Output tiles of a row whose tiles start on y's vector boundaries: up to V - 1
+ * outputs before the row; exact when every row starts at the same offset. */
+static int64_t gpu_aligned_tiles(const gpu_conv_args *a, int64_t outputs, int64_t tile) {
+    const int V = 16 / gpu_dtype_size(a->dtype);
+    const int64_t hy = a->output_length % V == 0
+                           ? (int64_t)((uintptr_t)a->y / gpu_dtype_size(a->dtype) % V)
+                           : V - 1;
+    return (outputs - 1 + hy) / tile + 1;
 }
 
 static int gpu_try_generic(gpu_conv_args *a, gpu_launch *l) {
-    (void)a;
     l->threads = 256;
     l->smem = 0;
-    gpu_set_blocks(l, gpu_div_up(a->batch * a->channels * a->output_length, 256));
+    l->grid[0] = gpu_clamp(gpu_div_up(a->batch * a->channels * a->output_length, 256), 1, GPU_GRID_X);
+    l->grid[1] = l->grid[2] = 1;
     return 1;
 }
 
@@ -64,13 +90,12 @@ static int gpu_try_vector(gpu_conv_args *a, gpu_launch *l) {
         a->kernel_size > GPU_VECTOR_MAX_K)
         return 0;
     const int V = 16 / gpu_dtype_size(a->dtype);
+    const int64_t tile = (int64_t)GPU_VECTOR_THREADS * GPU_VECTOR_VPT * V;
     const int64_t reads = gpu_div_up(V + a->kernel_size - 1, V);
     l->threads = GPU_VECTOR_THREADS;
-    l->smem = (size_t)(GPU_VECTOR_TILE + (reads - 1) * V) * gpu_dtype_size(a->dtype);
-    /* tiles start at y's vector boundaries, up to V - 1 outputs before the row */
-    a->tiles_per_row = (a->output_length - 1 + V - 1) / GPU_VECTOR_TILE + 1;
-    a->total_tiles = a->batch * a->channels * a->tiles_per_row;
-    gpu_set_blocks(l, a->total_tiles);
+    l->smem = (size_t)(tile + (reads - 1) * V) * gpu_dtype_size(a->dtype);
+    a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, tile);
+    gpu_set_grid(a, l, 8, a->channels, a->batch);
     return 1;
 }
 
@@ -86,8 +111,7 @@ static int gpu_try_tile(gpu_conv_args *a, gpu_launch *l) {
         l->smem = (size_t)smem;
         a->window = window;
         a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)threads * GPU_TILE_OUTPUTS);
-        a->total_tiles = a->batch * a->channels * a->tiles_per_row;
-        gpu_set_blocks(l, a->total_tiles);
+        gpu_set_grid(a, l, 8, a->channels, a->batch);
         return 1;
     }
     return 0;
@@ -95,17 +119,20 @@ static int gpu_try_tile(gpu_conv_args *a, gpu_launch *l) {
 
 static int gpu_try_lattice(gpu_conv_args *a, gpu_launch *l) {
     if (a->layout != DWCONV_LAYOUT_NCL || a->dilation % a->stride != 0 ||
-        gpu_lattice_smem(a->kernel_size) > GPU_SMEM_LIMIT)
+        gpu_lattice_smem(a->kernel_size) > GPU_SMEM_LIMIT ||
+        a->dilation / a->stride > GPU_GRID_X)
         return 0;
-    const int V = 16 / gpu_dtype_size(a->dtype);
     const int64_t run = (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN;
     a->phases = a->dilation / a->stride;
-    a->tiles_per_row = a->phases == 1 ? (a->output_length - 1 + V - 1) / run + 1
+    a->tiles_per_row = a->phases == 1 ? gpu_aligned_tiles(a, a->output_length, run)
                                       : gpu_div_up(gpu_div_up(a->output_length, a->phases), run);
-    a->total_tiles = a->batch * a->channels * a->phases * a->tiles_per_row;
+    if (a->tiles_per_row * a->phases > GPU_GRID_X) return 0;
+    a->tiles_per_block = 1;
     l->threads = GPU_LATTICE_THREADS;
     l->smem = (size_t)gpu_lattice_smem(a->kernel_size);
-    gpu_set_blocks(l, a->total_tiles);
+    l->grid[0] = a->tiles_per_row * a->phases;
+    l->grid[1] = gpu_clamp(a->channels, 1, gpu_limits.grid_yz);
+    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
     return 1;
 }
 
@@ -118,12 +145,12 @@ static int gpu_try_nlc(gpu_conv_args *a, gpu_launch *l) {
     const int run = 32 / V;
     a->channel_threads = tc;
     a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)(GPU_NLC_THREADS / tc) * run);
-    a->total_tiles = a->batch * a->tiles_per_row * gpu_div_up(vectors, tc);
     a->vector_x = a->channels % V == 0 && (uintptr_t)a->x % 16 == 0;
     a->vector_y = a->channels % V == 0 && (uintptr_t)a->y % 16 == 0;
     l->threads = GPU_NLC_THREADS;
     l->smem = (size_t)gpu_nlc_smem(tc, V);
-    gpu_set_blocks(l, a->total_tiles);
+    /* blocks reuse staged weights across tiles only when all taps fit at once */
+    gpu_set_grid(a, l, a->kernel_size <= GPU_NLC_TAPS ? 8 : 1, gpu_div_up(vectors, tc), a->batch);
     return 1;
 }
 
@@ -161,7 +188,7 @@ static void gpu_plan_launch(int forced, gpu_conv_args *a, gpu_launch *l) {
     if (forced != GPU_KERNEL_AUTO && gpu_try_kernel(forced, a, l)) return;
     if (a->layout == DWCONV_LAYOUT_NLC) {
         if (gpu_try_kernel(GPU_KERNEL_NLC, a, l)) return;
-    } else if (a->output_length * 4 >= GPU_VECTOR_TILE) { /* rows fill a quarter tile */
+    } else if (a->output_length >= 512) { /* rows fill a good part of a tile */
         if (gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
         if (a->kernel_size >= GPU_LATTICE_MIN_K && gpu_try_kernel(GPU_KERNEL_NCL_LATTICE, a, l))
             return;

@@ -253,15 +253,16 @@ static dwconv_status gpu_forward(void *state, const dwconv_plan *plan, const voi
 
     GPU_TRY(cudaSetDevice(s->device), msg);
     void *params[] = {&a};
-    cudaError_t err = cudaLaunchKernel((const void *)kernel, dim3((unsigned)l.blocks),
-                                       dim3((unsigned)l.threads), params, l.smem, s->stream);
+    const dim3 grid((unsigned)l.grid[0], (unsigned)l.grid[1], (unsigned)l.grid[2]);
+    cudaError_t err = cudaLaunchKernel((const void *)kernel, grid, dim3((unsigned)l.threads),
+                                       params, l.smem, s->stream);
     if (err == cudaSuccess) err = cudaGetLastError();
     if (err != cudaSuccess) {
         (void)cudaGetLastError(); /* a failed launch is not sticky: later calls may work */
-        snprintf(msg, DWCONV_MSG_SIZE, "launching the %s kernel (%lld blocks of %d threads, "
-                 "%zu bytes of shared memory): %s: %s", gpu_kernel_names[l.kernel],
-                 (long long)l.blocks, l.threads, l.smem, cudaGetErrorName(err),
-                 cudaGetErrorString(err));
+        snprintf(msg, DWCONV_MSG_SIZE, "launching the %s kernel (%lldx%lldx%lld blocks of %d "
+                 "threads, %zu bytes of shared memory): %s: %s", gpu_kernel_names[l.kernel],
+                 (long long)l.grid[0], (long long)l.grid[1], (long long)l.grid[2], l.threads,
+                 l.smem, cudaGetErrorName(err), cudaGetErrorString(err));
         return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY
                                                 : DWCONV_ERROR_DEVICE;
     }

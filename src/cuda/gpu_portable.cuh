@@ -57,6 +57,28 @@ static __device__ __forceinline__ uint16_t gpu_f32_to_bf16(float f) {
 #endif
 }
 
+/* 16-byte global loads and stores. nvcc splits a plain uint4 store into four when
+ * the stored values come from branches (seen with the activations), and __stwb
+ * becomes a "strong" store; the PTX below is one plain 16-byte store. x is never written by a forward (y overlaps nothing), so
+ * the read-only load path is safe. */
+static __device__ __forceinline__ uint4 gpu_load16(const void *p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg((const uint4 *)p);
+#else
+    return *(const uint4 *)p;
+#endif
+}
+
+static __device__ __forceinline__ void gpu_store16(void *p, uint4 v) {
+#if defined(__CUDA_ARCH__)
+    /* no "memory" clobber: nothing in a kernel reads y back, so loads may pass it */
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w));
+#else
+    *(uint4 *)p = v;
+#endif
+}
+
 static __device__ __forceinline__ int64_t gpu_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static __device__ __forceinline__ int64_t gpu_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 

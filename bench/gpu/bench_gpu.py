@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""The GPU benchmark: dwconv against a device-to-device copy of the same bytes (the
+ceiling) and PyTorch's F.conv1d(..., groups=C), all in one run on one device.
+
+Run from a build tree (it loads src/.libs/libdwconv.so and its modules through ctypes
+and calls dwconv_forward on torch tensors, on torch's current stream):
+    python3 bench/gpu/bench_gpu.py [--json out.json] [--markdown out.md] [--case NAME]
+
+Each time is the median of CUDA-event timings after warm-up, inputs rotated among
+enough random sets that the 60 MB L2 cannot hold them. Bytes = x read once + y written
+once. Every dwconv result is compared with PyTorch (close) and, bit for bit, with
+dwconv's cpu backend (the oracle) on the same inputs.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+F32, F16, BF16 = 0, 1, 2
+NCL, NLC = 0, 1
+EXPLICIT, SAME, CAUSAL = 0, 1, 2
+ACT_NONE, ACT_RELU, ACT_SILU = 0, 1, 2
+CPU, CUDA = 1, 2
+TORCH_DTYPE = {F32: torch.float32, F16: torch.float16, BF16: torch.bfloat16}
+DTYPE_NAME = {F32: "f32", F16: "f16", BF16: "bf16"}
+
+
+class Desc(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int64) for n in (
+        "batch", "channels", "length", "kernel_size", "stride", "dilation", "pad_left",
+        "pad_right")] + [(n, ctypes.c_int) for n in (
+            "padding", "padding_mode", "layout", "dtype", "weight_dtype", "activation")]
+
+
+def load_library(build):
+    os.environ.setdefault("DWCONV_MODULE_PATH", os.path.join(build, "src/.libs/dwconv"))
+    lib = ctypes.CDLL(os.path.join(build, "src/.libs/libdwconv.so"))
+    p, i, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+    sig = {
+        "dwconv_desc_init": (i, [ctypes.POINTER(Desc), i64, i64, i64, i64]),
+        "dwconv_desc_resolve": (i, [ctypes.POINTER(Desc), p, p, ctypes.POINTER(i64)]),
+        "dwconv_context_create": (i, [ctypes.POINTER(p), i, i]),
+        "dwconv_context_destroy": (i, [p]),
+        "dwconv_context_set_stream": (i, [p, p]),
+        "dwconv_forward": (i, [p, ctypes.POINTER(Desc), p, p, p, p]),
+        "dwconv_last_error": (ctypes.c_char_p, []),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+class Dwconv:
+    """A dwconv context of one backend; forward() takes torch tensors."""
+
+    def __init__(self, lib, backend, kernel="auto"):
+        self.lib = lib
+        os.environ["DWCONV_GPU_KERNEL"] = kernel
+        self.ctx = ctypes.c_void_p()
+        self.check(lib.dwconv_context_create(ctypes.byref(self.ctx), backend, 0), "context")
+        del os.environ["DWCONV_GPU_KERNEL"]
+
+    def check(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"{what}: {self.lib.dwconv_last_error().decode()}")
+
+    def set_stream(self, stream):
+        self.check(self.lib.dwconv_context_set_stream(self.ctx, stream), "set_stream")
+
+    def forward(self, desc, x, w, b, y):
+        self.check(self.lib.dwconv_forward(self.ctx, ctypes.byref(desc), x.data_ptr(), w.data_ptr(),
+                                           b.data_ptr() if b is not None else None, y.data_ptr()),
+                   "forward")
+
+
+class Case:
+    def __init__(self, name, B, C, L, K, dtype=F32, layout=NCL, stride=1, dilation=1, pad=None,
+                 padding=EXPLICIT, bias=False, act=ACT_NONE, target=None, kind="bandwidth",
+                 base=None):
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+
+    def desc(self, lib):
+        d = Desc()
+        lib.dwconv_desc_init(ctypes.byref(d), self.B, self.C, self.L, self.K)
+        d.stride, d.dilation, d.padding = self.stride, self.dilation, self.padding
+        if self.pad is not None:
+            d.pad_left, d.pad_right = self.pad
+        d.layout, d.dtype, d.weight_dtype, d.activation = self.layout, self.dtype, self.dtype, self.act
+        out = ctypes.c_int64()
+        if lib.dwconv_desc_resolve(ctypes.byref(d), None, None, ctypes.byref(out)) != 0:
+            raise RuntimeError(f"{self.name}: {lib.dwconv_last_error().decode()}")
+        return d, out.value
+
+    def pads(self):
+        span = self.dilation * (self.K - 1)
+        if self.padding == CAUSAL:
+            return span, 0
+        if self.padding == SAME:
+            return span // 2, span - span // 2
+        return self.pad if self.pad is not None else (0, 0)
+
+
+REF = dict(B=32, C=512, L=8192, K=3, pad=(1, 1))
+MID = dict(B=16, C=512, L=4096)
+CAUSAL4 = dict(B=4, C=5120, L=4096, K=4, padding=CAUSAL, bias=True)
+CASES = [
+    Case("ref_f32", **REF, target=0.93),
+    Case("ref_bf16", **REF, dtype=BF16, target=0.90),
+    Case("ref_f16", **REF, dtype=F16, target=0.90),
+    Case("ref_f32_nlc", **REF, layout=NLC, target=0.90),
+    Case("stride2_k3", **MID, K=3, stride=2, pad=(1, 1), target=0.85),
+    Case("dilation4_k3", **MID, K=3, dilation=4, pad=(4, 4), target=0.85),
+    Case("k31_pad15", **MID, K=31, pad=(15, 15), target=0.85),
+    Case("k31_s2_d4", **MID, K=31, stride=2, dilation=4, pad=(60, 60), target=0.85),
+    Case("causal4_f32", **CAUSAL4, target=0.94),
+    Case("causal4_bf16", **CAUSAL4, dtype=BF16, target=0.92),
+    Case("causal4_bf16_nlc", **CAUSAL4, dtype=BF16, layout=NLC, target=0.90),
+    Case("causal4_f32_silu", **CAUSAL4, act=ACT_SILU, kind="silu", base="causal4_f32"),
+    Case("causal4_bf16_silu", **CAUSAL4, dtype=BF16, act=ACT_SILU, kind="silu",
+         base="causal4_bf16"),
+    Case("causal4_bf16_nlc_silu", **CAUSAL4, dtype=BF16, layout=NLC, act=ACT_SILU, kind="silu",
+         base="causal4_bf16_nlc"),
+    Case("small_1x512x8192", B=1, C=512, L=8192, K=3, pad=(1, 1), kind="small"),
+    Case("k64_f32", B=8, C=512, L=8192, K=64, padding=SAME, kind="fma"),
+    Case("k128_f32", B=8, C=512, L=8192, K=128, padding=SAME, kind="fma"),
+    Case("k64_f32_nlc", B=8, C=512, L=8192, K=64, padding=SAME, layout=NLC, kind="fma"),
+]
+
+
+def median_ms(fn, inputs, reps, warmup=3):
+    """Median of CUDA-event times of fn(inputs[i % n]) on the current stream. A GPU sleep
+    before each start event keeps the device busy while the host enqueues, so host-side
+    call overhead never shows up as idle time between the events."""
+    for i in range(warmup):
+        fn(inputs[i % len(inputs)])
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+    for i, (start, stop) in enumerate(events):
+        torch.cuda._sleep(200_000)
+        start.record()
+        fn(inputs[i % len(inputs)])
+        stop.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events)
+
+
+def torch_conv(case, x, w, b, L_out):
+    xin = x.transpose(1, 2) if case.layout == NLC else x
+    left, right = case.pads()
+    if left != right:  # causal: pad both sides by the larger, drop the extra outputs
+        pad = max(left, right)
+        y = F.conv1d(xin, w.unsqueeze(1), b, case.stride, pad, case.dilation, case.C)
+        start = (pad - left) // case.stride
+        y = y[..., start:start + L_out]
+    else:
+        y = F.conv1d(xin, w.unsqueeze(1), b, case.stride, left, case.dilation, case.C)
+    if case.act == ACT_SILU:
+        y = F.silu(y)
+    elif case.act == ACT_RELU:
+        y = F.relu(y)
+    return y
+
+
+def peak_fp32_tflops():
+    """2 flops x 128 FP32 lanes x SMs x the maximum SM clock (nvidia-smi)."""
+    try:
+        mhz = float(subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm",
+                                    "--format=csv,noheader,nounits"], capture_output=True,
+                                   text=True, check=True).stdout.split()[0])
+    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+        mhz = 1980.0
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    return 2 * 128 * sms * mhz * 1e6 / 1e12, mhz
+
+
+def run_case(case, lib, gpu, generic, cpu, args, l2_bytes):
+    torch.manual_seed(sum(case.name.encode()))
+    desc, L_out = case.desc(lib)
+    dt = TORCH_DTYPE[case.dtype]
+    xshape = (case.B, case.C, case.L) if case.layout == NCL else (case.B, case.L, case.C)
+    yshape = (case.B, case.C, L_out) if case.layout == NCL else (case.B, L_out, case.C)
+    esize = torch.finfo(dt).bits // 8
+    x_bytes, y_bytes = math.prod(xshape) * esize, math.prod(yshape) * esize
+    sets = max(1, min(8, math.ceil(3 * l2_bytes / (x_bytes + y_bytes))))
+    xs = [torch.randn(xshape, device="cuda", dtype=dt) for _ in range(sets)]
+    w = (torch.randn(case.C, case.K, device="cuda") / math.sqrt(case.K)).to(dt)
+    b = torch.randn(case.C, device="cuda", dtype=dt) if case.bias else None
+    y = torch.empty(yshape, device="cuda", dtype=dt)
+    src = torch.empty((x_bytes + y_bytes) // 2, device="cuda", dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    src.random_(0, 256)
+
+    r = {"case": case.name, "shape": f"B{case.B} C{case.C} L{case.L} K{case.K}",
+         "dtype": DTYPE_NAME[case.dtype], "layout": "NLC" if case.layout == NLC else "NCL",
+         "stride": case.stride, "dilation": case.dilation, "pad": list(case.pads()),
+         "bias": case.bias, "act": ["none", "relu", "silu"][case.act], "bytes": x_bytes + y_bytes,
+         "target": case.target, "kind": case.kind, "input_sets": sets}
+    r["copy_ms"] = median_ms(lambda _: dst.copy_(src), [None], args.reps)
+    r["dwconv_ms"] = median_ms(lambda x: gpu.forward(desc, x, w, b, y), xs, args.reps)
+    r["generic_ms"] = median_ms(lambda x: generic.forward(desc, x, w, b, y), xs, max(5, args.reps // 3))
+    r["torch_ms"] = median_ms(lambda x: torch_conv(case, x, w, b, L_out), xs, max(5, args.reps // 3))
+    r["fraction"] = r["copy_ms"] / r["dwconv_ms"]
+    r["dwconv_tb_s"] = r["bytes"] / r["dwconv_ms"] / 1e9
+    r["copy_tb_s"] = r["bytes"] / r["copy_ms"] / 1e9
+    flops = 2 * case.B * case.C * L_out * case.K
+    r["tflops"] = flops / r["dwconv_ms"] / 1e9
+
+    # correctness on the last input set: PyTorch (close), the cpu backend (bit for bit)
+    y.fill_(float("nan"))
+    gpu.forward(desc, xs[-1], w, b, y)
+    ref = torch_conv(case, xs[-1], w, b, L_out)
+    got = y.transpose(1, 2) if case.layout == NLC else y
+    err = ((got.float() - ref.float()).norm() / ref.float().norm()).item()
+    r["torch_rel_err"] = err
+    r["torch_close"] = bool(err < (1e-4 if case.dtype == F32 else 2e-2))
+    if not args.no_oracle:
+        xh, wh = xs[-1].cpu(), w.cpu()
+        bh = b.cpu() if b is not None else None
+        yh = torch.empty(yshape, dtype=dt)
+        cpu.forward(desc, xh, wh, bh, yh)
+        ibits = torch.int32 if esize == 4 else torch.int16
+        r["bitwise_cpu"] = bool(torch.equal(y.cpu().view(ibits), yh.view(ibits)))
+    if case.kind == "small":  # what a call costs the host, beyond the kernel
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            gpu.forward(desc, xs[0], w, b, y)
+        r["host_us_per_call"] = (time.perf_counter() - t0) * 1e3
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(200):
+            gpu.forward(desc, xs[0], w, b, y)
+            torch.cuda.synchronize()
+        r["roundtrip_us"] = (time.perf_counter() - t0) / 200 * 1e6
+    return r
+
+
+def markdown(results, device, peak, mhz, command):
+    by = {r["case"]: r for r in results}
+    lines = [f"Device: {device}; copy ceiling measured per case in the same run; "
+             f"FP32 peak {peak:.1f} TFLOP/s ({mhz:.0f} MHz max SM clock).", f"Command: `{command}`", "",
+             "| case | shape | dtype | layout | copy ms | dwconv ms | fraction of copy | target | "
+             "generic kernel ms | PyTorch ms | vs PyTorch | checks |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        target = "—"
+        if r["target"]:
+            target = f"{r['target']:.2f} {'met' if r['fraction'] >= r['target'] else 'MISSED'}"
+        elif r["kind"] == "silu":
+            base = by.get(r["case"].removesuffix("_silu"))
+            if base:
+                slow = r["dwconv_ms"] / base["dwconv_ms"] - 1
+                target = f"+{slow * 100:.1f}% vs no silu ({'met' if slow <= 0.03 else 'MISSED'} <= 3%)"
+        elif r["kind"] == "fma":
+            target = f"{r['tflops']:.1f} TFLOP/s = {r['tflops'] / peak:.2f} of FP32 peak"
+        elif r["kind"] == "small":
+            target = (f"host {r['host_us_per_call']:.1f} µs/call, round trip "
+                      f"{r['roundtrip_us']:.1f} µs")
+        checks = ("bitwise=cpu" if r.get("bitwise_cpu") else "BITWISE DIFF" if "bitwise_cpu" in r
+                  else "no oracle") + (", torch close" if r["torch_close"] else ", TORCH DIFF")
+        lines.append(
+            f"| {r['case']} | {r['shape']} s{r['stride']} d{r['dilation']} pad {r['pad'][0]}/{r['pad'][1]}"
+            f"{' bias' if r['bias'] else ''}{' ' + r['act'] if r['act'] != 'none' else ''} | {r['dtype']} | "
+            f"{r['layout']} | {r['copy_ms']:.4f} | {r['dwconv_ms']:.4f} | {r['fraction']:.3f} | {target} | "
+            f"{r['generic_ms']:.4f} | {r['torch_ms']:.4f} | {r['torch_ms'] / r['dwconv_ms']:.1f}x | {checks} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=".", help="the dwconv build tree")
+    ap.add_argument("--case", action="append", help="run only these cases")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--no-oracle", action="store_true", help="skip the cpu-backend comparison")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    args = ap.parse_args()
+
+    lib = load_library(args.build)
+    gpu, generic, cpu = Dwconv(lib, CUDA), Dwconv(lib, CUDA, "generic"), Dwconv(lib, CPU)
+    # One stream for everything timed: torch's default stream is the legacy NULL stream,
+    # and dwconv_context_set_stream(NULL) would mean the context's own stream instead.
+    stream = torch.cuda.Stream()
+    torch.cuda.set_stream(stream)
+    gpu.set_stream(stream.cuda_stream)
+    generic.set_stream(stream.cuda_stream)
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 60 << 20)
+    peak, mhz = peak_fp32_tflops()
+    device = f"{props.name}, {props.multi_processor_count} SMs, torch {torch.__version__}, " \
+             f"cuDNN {torch.backends.cudnn.version()}, {time.strftime('%Y-%m-%d %H:%M %Z')}"
+    print(device, flush=True)
+    results = []
+    for case in CASES:
+        if args.case and case.name not in args.case:
+            continue
+        r = run_case(case, lib, gpu, generic, cpu, args, l2)
+        results.append(r)
+        print(f"{r['case']:24s} copy {r['copy_ms']:.4f} ms  dwconv {r['dwconv_ms']:.4f} ms  "
+              f"fraction {r['fraction']:.3f}  generic {r['generic_ms']:.4f}  torch {r['torch_ms']:.4f}  "
+              f"{r['tflops']:.1f} TFLOP/s  bitwise {r.get('bitwise_cpu')}  torch err {r['torch_rel_err']:.1e}",
+              flush=True)
+    command = "python3 " + " ".join(sys.argv)
+    table = markdown(results, device, peak, mhz, command)
+    print(table)
+    if args.markdown:
+        open(args.markdown, "w").write(table)
+    if args.json:
+        json.dump({"device": device, "peak_fp32_tflops": peak, "results": results},
+                  open(args.json, "w"), indent=1)
+    bad = [r["case"] for r in results if not r["torch_close"] or r.get("bitwise_cpu") is False]
+    if bad:
+        print("WRONG RESULTS:", ", ".join(bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

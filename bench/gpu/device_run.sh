@@ -1,0 +1,48 @@
+#!/bin/sh
+# Everything one GPU-machine call does, in a dwconv build tree (the device tool's
+# .device/remote runs it after building): the GPU suite, the conversion proof, the
+# bench, compute-sanitizer on the quick suite, and Nsight Compute's view of chosen
+# cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check conv bench
+# sanitize ncu" (default: all); NCU_CASES names the bench cases ncu profiles.
+OUT=${OUT:-/tmp/out}
+steps=${*:-check conv bench sanitize ncu}
+src=$(pwd)
+log() { echo "== $* ($(date +%T))"; }
+for step in $steps; do
+  case $step in
+  check)
+    log "GPU suite"
+    make tests/check_gpu tests/check_gpu_emulated >"$OUT/check_build.txt" 2>&1 ||
+      tail -n 20 "$OUT/check_build.txt"
+    for t in check_gpu check_gpu_emulated; do
+      DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout 240 tests/$t >"$OUT/$t.txt" 2>&1
+      echo "$t: exit $?"; tail -n 12 "$OUT/$t.txt"
+    done ;;
+  conv)
+    log "conversion instructions against the shared functions"
+    nvcc -arch=sm_90 -O3 --fmad=false -I"$src/src/common" -I"$src/src/cuda" \
+      "$src/bench/gpu/conversions.cu" -o /tmp/conversions && /tmp/conversions ;;
+  bench)
+    log "bench"
+    PYTHONUNBUFFERED=1 python3 "$src/bench/gpu/bench_gpu.py" --json "$OUT/bench.json" \
+      --markdown "$OUT/bench.md" ;;
+  sanitize)
+    for tool in memcheck racecheck; do
+      log "compute-sanitizer $tool (quick suite)"
+      DWCONV_TEST_QUICK=1 DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout 150 \
+        compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 tests/check_gpu \
+        >"$OUT/$tool.txt" 2>&1
+      echo "exit $?"; tail -n 6 "$OUT/$tool.txt"
+    done ;;
+  ncu)
+    for c in ${NCU_CASES:-ref_f32 ref_bf16 ref_f32_nlc causal4_bf16_nlc k31_s2_d4}; do
+      log "ncu $c"
+      timeout 60 ncu --clock-control none -k regex:dwconv --launch-skip 3 --launch-count 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+        --section LaunchStats python3 "$src/bench/gpu/bench_gpu.py" --case "$c" --reps 3 \
+        --no-oracle >"$OUT/ncu_$c.txt" 2>&1
+      grep -E "Duration|Throughput|Achieved Occupancy|Registers|Block Limit|Mem Busy|L1/TEX Hit|L2 Hit" \
+        "$OUT/ncu_$c.txt" | head -n 20
+    done ;;
+  esac
+done

@@ -206,9 +206,12 @@ START_TEST(large_outputs) {
     d.pad_left = 1, d.pad_right = 2;
     expect_plain(&d, 1, 40);
     d.dtype = d.weight_dtype = DWCONV_BF16;
-    d.length = 4000037; /* 40 MB of bf16 */
-    d.kernel_size = 9, d.pad_left = d.pad_right = 4;
+    d.length = 4000037; /* 40 MB of bf16: read straight (K = 5) and staged (K = 9) */
+    d.kernel_size = 5, d.pad_left = d.pad_right = 2;
     expect_plain(&d, 0, 41);
+    d.dtype = d.weight_dtype = DWCONV_F16;
+    d.kernel_size = 9, d.pad_left = d.pad_right = 4;
+    expect_plain(&d, 1, 43);
     d = shape(2, 64, 80000, 4); /* NLC rows of 256 bytes */
     d.layout = DWCONV_LAYOUT_NLC;
     d.padding = DWCONV_PADDING_CAUSAL;

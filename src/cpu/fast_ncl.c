@@ -1,8 +1,8 @@
 /* NCL: rows (b, c) of L inputs, vectorized across outputs. Work items are rows, or
  * segments of rows when there are too few rows to keep every thread busy.
  *
- * Where an f32 row is read with stride 1 and every tap is inside [0, L), the kernels
- * read x directly. Everything else (the edges, f16/bf16, stride > 1, any padding mode)
+ * Where a row is read with stride 1 and every tap is inside [0, L), the kernels read x
+ * directly (f16/bf16 widened in registers). Everything else (the edges, stride > 1)
  * goes through tiles staged in f32: for stride s, tap k reads phase (k*d) mod s of the
  * input at offset (k*d) / s, so each phase is gathered once into its own buffer (with
  * the padding applied) and every tap becomes a plain stride-1 stream again. */
@@ -92,8 +92,10 @@ static void plan_job(ncl_job *j, int nt) {
     }
     j->stage_floats = stage;
 
+    /* Stride-1 rows are read straight from x (widened in registers), except for f16 and
+     * bf16 under conv_window, which wants f32: those are staged (compute-bound anyway). */
     j->direct_begin = j->direct_end = 0;
-    if (d->dtype == DWCONV_F32 && j->s == 1) {
+    if (j->s == 1 && (d->dtype == DWCONV_F32 || !j->window)) {
         j->direct_begin = dwconv_interior_begin(j->pad, 1);
         if (j->direct_begin > j->L_out) j->direct_begin = j->L_out;
         j->direct_end = dwconv_interior_end(j->L, j->pad, 1, span + j->overread, j->L_out,
@@ -139,8 +141,8 @@ static void stage_phase(const ncl_job *j, const void *x_row, int64_t base, int64
 
 /* One thread's part of the scratch block. */
 typedef struct ncl_scratch {
-    const float **direct_tap; /* K: into x, for the direct stretch of a row */
-    const float **staged_tap; /* K: into the phase buffers; the same for every tile */
+    const void **direct_tap; /* K: into x, for the direct stretch of a row */
+    const void **staged_tap; /* K: into the phase buffers; the same for every tile */
     float *stage;             /* the phase buffers */
     float *out;               /* one tile of f32 outputs */
 } ncl_scratch;
@@ -153,7 +155,7 @@ static size_t scratch_bytes(const ncl_job *j) {
 static ncl_scratch thread_scratch(const ncl_job *j, int thread) {
     char *base = j->scratch + scratch_bytes(j) * (size_t)thread;
     size_t taps = align64(sizeof(float *) * (size_t)j->K);
-    ncl_scratch s = {(const float **)base, (const float **)(base + taps),
+    ncl_scratch s = {(const void **)base, (const void **)(base + taps),
                      (float *)(base + 2 * taps), NULL};
     s.out = s.stage + j->stage_floats;
     for (int64_t k = 0; k < j->K; k++) { /* tap k: its phase's buffer at offset k*d/s */
@@ -180,8 +182,9 @@ static void staged_tile(const ncl_job *j, dwconv_cpu_taps *taps, const void *x_r
     int straight = dtype == DWCONV_F32 && n == n_pad; /* whole vectors: write y itself */
     int stream = j->stream && (uintptr_t)y_tile % 64 == 0;
     taps->tap = s->staged_tap;
+    taps->dtype = DWCONV_F32;
     taps->stream = straight && stream;
-    (j->window ? k->conv_window : k->conv)(taps, n_pad, straight ? (float *)y_tile : s->out);
+    (j->window ? k->conv_window : k->conv)(taps, n_pad, straight ? (void *)y_tile : s->out);
     taps->stream = 0;
     if (!straight) k->narrow(dtype, s->out, n, y_tile, stream);
 }
@@ -208,18 +211,20 @@ static void row_segment(const ncl_job *j, int64_t row, int64_t begin, int64_t en
     int64_t da = begin > j->direct_begin ? begin : j->direct_begin;
     int64_t db = end < j->direct_end ? end : j->direct_end;
     if (j->stream && db - da >= 64) { /* start where y is 64-byte aligned */
-        uintptr_t misaligned = (uintptr_t)((float *)y_row + da) % 64;
-        if (misaligned % sizeof(float) == 0) {
-            da += (int64_t)((64 - misaligned) % 64 / sizeof(float));
+        uintptr_t misaligned = ((uintptr_t)y_row + (size_t)da * j->elem) % 64;
+        if (misaligned % j->elem == 0) {
+            da += (int64_t)((64 - misaligned) % 64 / j->elem);
             taps.stream = 1;
         }
     }
     if (db - da >= lanes) {
         db = da + (db - da) / lanes * lanes;
-        const float *first = (const float *)x_row + da - j->pad;
-        for (int64_t k = 0; k < j->K; k++) s->direct_tap[k] = first + k * j->d;
+        for (int64_t k = 0; k < j->K; k++)
+            s->direct_tap[k] = (const char *)x_row + (size_t)(da - j->pad + k * j->d) * j->elem;
         taps.tap = s->direct_tap;
-        (j->window ? j->kernels->conv_window : j->kernels->conv)(&taps, db - da, (float *)y_row + da);
+        taps.dtype = d->dtype;
+        (j->window ? j->kernels->conv_window : j->kernels->conv)(
+            &taps, db - da, (char *)y_row + (size_t)da * j->elem);
         taps.stream = 0;
     } else {
         da = db = begin;

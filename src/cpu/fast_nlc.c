@@ -13,7 +13,10 @@
 #include "elements.h"
 #include "fast.h"
 
-enum { BLOCK = 16 }; /* output positions per work item */
+enum {
+    BLOCK = 16,            /* output positions per work item */
+    PREFETCH_POSITIONS = 2 /* how far ahead the kernel prefetches input rows */
+};
 
 typedef struct nlc_job {
     const dwconv_cpu_kernels *kernels;
@@ -64,6 +67,7 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
         .weight_kc = weight_kc, .bias = bias_f32, .activation = d->activation,
         .stream = dwconv_cpu_streams(plan->y_bytes) && j.row_bytes % 64 == 0 &&
                   (uintptr_t)y % 64 == 0,
+        .prefetch_ahead = (int64_t)j.row_bytes * d->stride * PREFETCH_POSITIONS,
     };
 
     const int64_t blocks = (L_out + BLOCK - 1) / BLOCK, items = d->batch * blocks;

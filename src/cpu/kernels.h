@@ -14,11 +14,13 @@
 
 #include "dwconv_module.h"
 
-/* One stretch of outputs of one NCL row, in f32:
+/* One stretch of outputs of one NCL row:
  *   out[j] = act(bias + sum_k weight[k] * tap[k][j])     (fma chain, k ascending)
- * tap[k][j] is the input tap k reads for output j: a staged buffer or x itself. */
+ * tap[k][j] is the input tap k reads for output j: in a staged f32 buffer, or in x
+ * itself; dtype is that of the taps and of out (F32 when staged). */
 typedef struct dwconv_cpu_taps {
-    const float *const *tap; /* K pointers */
+    const void *const *tap; /* K pointers */
+    dwconv_dtype dtype;
     const float *weight;     /* K weights, widened to f32 */
     int64_t kernel_size;
     float bias;              /* +0.0f without bias */
@@ -37,6 +39,7 @@ typedef struct dwconv_cpu_nlc {
     const float *bias;      /* channels values: the bias widened, or zeros */
     int activation;
     int stream; /* every row of y is 64-byte aligned: store around the caches */
+    int64_t prefetch_ahead; /* bytes past the newest input row read to prefetch */
 } dwconv_cpu_nlc;
 
 typedef struct dwconv_cpu_kernels {
@@ -45,10 +48,10 @@ typedef struct dwconv_cpu_kernels {
     int overread;     /* floats conv_window may read past tap[K-1][n-1] (zeros staged) */
 
     /* The stretch above for n outputs; reads tap[k][0, n), writes out[0, n). */
-    void (*conv)(const dwconv_cpu_taps *taps, int64_t n, float *out);
-    /* The same when tap[k] == tap[0] + k: shares each shifted window between
+    void (*conv)(const dwconv_cpu_taps *taps, int64_t n, void *out);
+    /* The same for F32 when tap[k] == tap[0] + k: shares each shifted window between
      * outputs, which long kernels need to reach the FMA units' limit. */
-    void (*conv_window)(const dwconv_cpu_taps *taps, int64_t n, float *out);
+    void (*conv_window)(const dwconv_cpu_taps *taps, int64_t n, void *out);
 
     /* dst[j] = src[j*stride] widened to f32, j < n (any n, any alignment). */
     void (*gather)(dwconv_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);

@@ -117,20 +117,20 @@ ALWAYS_INLINE void v_store_n(const dwconv_dtype dt, void *base, int64_t i, vf v,
 
 /* ---- NCL: a stretch of one row, any taps ---- */
 
-/* nb output vectors from j: K loads and K fmas each, the weight broadcast once. */
-ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, float *out, const int nb,
-                              const int act, const int stream) {
+/* nb output vectors from j: K loads and K fmas each, the weight broadcast once; taps
+ * and out of dtype dt (widened on load, rounded on store). */
+ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, void *out, const int nb,
+                              const int act, const int stream, const dwconv_dtype dt) {
     vf acc[VEC_BLOCK];
     UNROLLED
     for (int m = 0; m < nb; m++) acc[m] = vf_set1(t->bias);
     for (int64_t k = 0; k < t->kernel_size; k++) {
         const vf w = vf_set1(t->weight[k]);
-        const float *p = t->tap[k] + j;
         UNROLLED
-        for (int m = 0; m < nb; m++) acc[m] = vf_fma(vf_loadu(p + m * VL), w, acc[m]);
+        for (int m = 0; m < nb; m++) acc[m] = vf_fma(v_load(dt, t->tap[k], j + m * VL), w, acc[m]);
     }
     UNROLLED
-    for (int m = 0; m < nb; m++) v_store(DWCONV_F32, out, j + m * VL, v_activate(acc[m], act), stream);
+    for (int m = 0; m < nb; m++) v_store(dt, out, j + m * VL, v_activate(acc[m], act), stream);
 }
 
 /* ---- NCL: consecutive taps, windows shared ---- */
@@ -138,9 +138,9 @@ ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, float *out, c
 /* Taps go by blocks of VL: the vectors a[m] = src[k0 + m*VL ...] are loaded once per
  * block and every window of the block is cut from them (vf_window), so a window
  * costs a shift or one load, and the weight broadcast serves nb outputs. */
-ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, float *out, const int nb,
+ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, void *out, const int nb,
                                 const int act, const int stream) {
-    const float *src = t->tap[0] + j;
+    const float *src = (const float *)t->tap[0] + j;
     const int64_t K = t->kernel_size;
     vf acc[VEC_BLOCK];
     UNROLLED
@@ -164,39 +164,45 @@ ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, float *out,
 }
 
 /* n outputs (a multiple of VL) by blocks of VEC_BLOCK vectors, then one by one. */
-ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, float *out, const int window,
-                           const int act, const int stream) {
+ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, void *out, const int window,
+                           const int act, const int stream, const dwconv_dtype dt) {
     int64_t j = 0;
     for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) {
         if (window) window_block(t, j, out, VEC_BLOCK, act, stream);
-        else conv_block(t, j, out, VEC_BLOCK, act, stream);
+        else conv_block(t, j, out, VEC_BLOCK, act, stream, dt);
     }
     for (; j < n; j += VL) {
         if (window) window_block(t, j, out, 1, act, stream);
-        else conv_block(t, j, out, 1, act, stream);
+        else conv_block(t, j, out, 1, act, stream, dt);
     }
     if (stream) vec_fence(); /* the streamed stores are visible before the caller goes on */
 }
 
-ALWAYS_INLINE void stretch_stores(const dwconv_cpu_taps *t, int64_t n, float *out,
-                                  const int window, const int act) {
-    if (t->stream) stretch(t, n, out, window, act, 1);
-    else stretch(t, n, out, window, act, 0);
+ALWAYS_INLINE void stretch_stores(const dwconv_cpu_taps *t, int64_t n, void *out,
+                                  const int window, const int act, const dwconv_dtype dt) {
+    if (t->stream) stretch(t, n, out, window, act, 1, dt);
+    else stretch(t, n, out, window, act, 0, dt);
 }
 
-ALWAYS_INLINE void stretch_any_act(const dwconv_cpu_taps *t, int64_t n, float *out,
-                                   const int window) {
+ALWAYS_INLINE void stretch_any_act(const dwconv_cpu_taps *t, int64_t n, void *out,
+                                   const int window, const dwconv_dtype dt) {
     switch (t->activation) {
-    case DWCONV_ACT_RELU: stretch_stores(t, n, out, window, DWCONV_ACT_RELU); break;
-    case DWCONV_ACT_SILU: stretch_stores(t, n, out, window, DWCONV_ACT_SILU); break;
-    default: stretch_stores(t, n, out, window, DWCONV_ACT_NONE); break;
+    case DWCONV_ACT_RELU: stretch_stores(t, n, out, window, DWCONV_ACT_RELU, dt); break;
+    case DWCONV_ACT_SILU: stretch_stores(t, n, out, window, DWCONV_ACT_SILU, dt); break;
+    default: stretch_stores(t, n, out, window, DWCONV_ACT_NONE, dt); break;
     }
 }
 
-static void k_conv(const dwconv_cpu_taps *t, int64_t n, float *out) { stretch_any_act(t, n, out, 0); }
+static void k_conv(const dwconv_cpu_taps *t, int64_t n, void *out) {
+    switch (t->dtype) {
+    case DWCONV_BF16: stretch_any_act(t, n, out, 0, DWCONV_BF16); break;
+    case DWCONV_F16: stretch_any_act(t, n, out, 0, DWCONV_F16); break;
+    default: stretch_any_act(t, n, out, 0, DWCONV_F32); break;
+    }
+}
 
-static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, float *out) {
-    stretch_any_act(t, n, out, 1);
+static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, void *out) {
+    stretch_any_act(t, n, out, 1, DWCONV_F32);
 }
 
 /* ---- staging and rounding ---- */
@@ -251,43 +257,33 @@ static void k_narrow(dwconv_dtype dtype, const float *src, int64_t n, void *dst,
 
 /* ---- NLC: vectors across channels ---- */
 
-enum { NLC_POSITIONS = 4 }; /* positions in flight: each weight vector serves four */
-
-/* Channels [c0, c0 + count) of positions [p0, p0 + np). */
-ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *row, int64_t p0,
-                                const int np, void *y, int64_t c0, const int count,
-                                const dwconv_dtype dt, const int act, const int stream) {
+/* Channels [c0, c0 + count) of position p. One position at a time: each input row is
+ * then read front to back, a stream the prefetchers follow (four positions at once,
+ * sharing the weight loads, ran at half the speed on Zen 5). */
+ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *row, int64_t p,
+                                void *y, int64_t c0, const int count, const dwconv_dtype dt,
+                                const int act, const int stream) {
     const int64_t C = job->channels, K = job->kernel_size;
-    vf acc[NLC_POSITIONS];
-    const vf bias = v_load_n(DWCONV_F32, job->bias, c0, count);
-    UNROLLED
-    for (int p = 0; p < np; p++) acc[p] = bias;
-    for (int64_t k = 0; k < K; k++) {
-        const vf w = v_load_n(DWCONV_F32, job->weight_kc, k * C + c0, count);
-        UNROLLED
-        for (int p = 0; p < np; p++)
-            acc[p] = vf_fma(v_load_n(dt, row[(p0 + p) * K + k], c0, count), w, acc[p]);
-    }
-    UNROLLED
-    for (int p = 0; p < np; p++)
-        v_store_n(dt, y, (p0 + p) * C + c0, v_activate(acc[p], act), count, stream);
-}
-
-ALWAYS_INLINE void nlc_positions(const dwconv_cpu_nlc *job, const void *const *row, int64_t p0,
-                                 const int np, void *y, const dwconv_dtype dt, const int act,
-                                 const int stream) {
-    const int64_t C = job->channels;
-    int64_t c0 = 0;
-    for (; c0 + VL <= C; c0 += VL) nlc_channels(job, row, p0, np, y, c0, VL, dt, act, stream);
-    if (c0 < C) nlc_channels(job, row, p0, np, y, c0, (int)(C - c0), dt, act, 0);
+    const void *const *taps = row + p * K;
+    vf acc = v_load_n(DWCONV_F32, job->bias, c0, count);
+    for (int64_t k = 0; k < K; k++)
+        acc = vf_fma(v_load_n(dt, taps[k], c0, count),
+                     v_load_n(DWCONV_F32, job->weight_kc, k * C + c0, count), acc);
+    v_store_n(dt, y, p * C + c0, v_activate(acc, act), count, stream);
+    /* the newest row, some positions ahead: read a vector at a time, rows one after
+     * another, it is a stream the hardware prefetcher keeps losing */
+    __builtin_prefetch((const char *)taps[K - 1] + job->prefetch_ahead +
+                       c0 * (dt == DWCONV_F32 ? 4 : 2));
 }
 
 ALWAYS_INLINE void nlc_typed(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
                              void *y, const dwconv_dtype dt, const int act, const int stream) {
-    int64_t p0 = 0;
-    for (; p0 + NLC_POSITIONS <= positions; p0 += NLC_POSITIONS)
-        nlc_positions(job, row, p0, NLC_POSITIONS, y, dt, act, stream);
-    for (; p0 < positions; p0++) nlc_positions(job, row, p0, 1, y, dt, act, stream);
+    const int64_t C = job->channels;
+    for (int64_t p = 0; p < positions; p++) {
+        int64_t c0 = 0;
+        for (; c0 + VL <= C; c0 += VL) nlc_channels(job, row, p, y, c0, VL, dt, act, stream);
+        if (c0 < C) nlc_channels(job, row, p, y, c0, (int)(C - c0), dt, act, 0);
+    }
     if (stream) vec_fence();
 }
 

@@ -73,6 +73,18 @@ static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
     return v;
 }
 
+/* The activation of n values: one branch for all of them, not one per value. */
+template <int N>
+static __device__ __forceinline__ void gpu_activate_all(int activation, float *v) {
+    if (activation == DWCONV_ACT_RELU) {
+#pragma unroll
+        for (int i = 0; i < N; i++) v[i] = dwconv_relu(v[i]);
+    } else if (activation == DWCONV_ACT_SILU) {
+#pragma unroll
+        for (int i = 0; i < N; i++) v[i] = dwconv_silu(v[i]);
+    }
+}
+
 /* One padded position of an x row: what the padding mode reads there, or +0 where it
  * reads a zero. Positions beyond the padded range (only ever used by outputs that do
  * not exist) also read +0 instead of leaving the row. */

@@ -47,6 +47,18 @@ static __device__ __forceinline__ void gpu_lattice_stage(float *q, const typenam
                                                          int64_t L, int mode, int64_t p0,
                                                          int64_t dilation, int64_t points, int tid) {
     const int T = GPU_LATTICE_THREADS, B = GPU_LATTICE_STAGE_BATCH;
+    if (p0 >= 0 && p0 + dilation * (points - 1) < L) { /* no padding: plain loads */
+        for (int64_t n0 = tid; n0 < points; n0 += B * T) {
+            float v[B];
+#pragma unroll
+            for (int u = 0; u < B; u++)
+                if (n0 + u * T < points) v[u] = gpu_elem<XT>::widen(xrow[p0 + dilation * (n0 + u * T)]);
+#pragma unroll
+            for (int u = 0; u < B; u++)
+                if (n0 + u * T < points) q[gpu_lattice_slot(n0 + u * T)] = v[u];
+        }
+        return;
+    }
     for (int64_t n0 = tid; n0 < points; n0 += B * T) { /* B loads in flight per thread */
         float v[B];
 #pragma unroll
@@ -130,8 +142,7 @@ __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel
 #pragma unroll
             for (int i = 0; i < R; i++) acc[i] = bias;
             gpu_lattice_sums(q, ws, base, (int)K, acc);
-#pragma unroll
-            for (int i = 0; i < R; i++) acc[i] = dwconv_activate(a.activation, acc[i]);
+            gpu_activate_all<R>(a.activation, acc);
 
             const int64_t jr = j0 + base; /* this thread's first j */
             const int64_t first = gpu_max64(0, -jr), last = gpu_min64(R, count - jr);

@@ -71,11 +71,12 @@ __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
                     for (int i = 0; i < R; i++)
                         acc[i] = DWCONV_FMAF(gpu_elem<XT>::widen(xs[base + i * T * S]), wk, acc[i]);
                 }
+                gpu_activate_all<R>(a.activation, acc);
                 raw *yrow = (raw *)a.y + row * L_out;
 #pragma unroll
                 for (int i = 0; i < R; i++) {
                     const int64_t o = o0 + tid + (int64_t)i * T;
-                    if (o < L_out) yrow[o] = gpu_elem<XT>::narrow(dwconv_activate(a.activation, acc[i]));
+                    if (o < L_out) yrow[o] = gpu_elem<XT>::narrow(acc[i]);
                 }
             }
         }

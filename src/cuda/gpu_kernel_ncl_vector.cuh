@@ -21,7 +21,6 @@
 #include "gpu_window.cuh"
 
 #define GPU_VECTOR_THREADS 256
-#define GPU_VECTOR_VPT 2 /* output vectors per thread per tile */
 #define GPU_VECTOR_MAX_K 8
 #define GPU_VECTOR_TILE(XT) (GPU_VECTOR_THREADS * GPU_VECTOR_VPT * gpu_vec_width<XT>::value)
 
@@ -54,13 +53,14 @@ static __device__ __forceinline__ void gpu_vector_output(const typename gpu_elem
         float acc = bias;
 #pragma unroll
         for (int k = 0; k < K; k++) acc = DWCONV_FMAF(xv[i + k], w[k], acc);
-        out[i] = dwconv_activate(activation, acc);
+        out[i] = acc;
     }
+    gpu_activate_all<V>(activation, out);
     gpu_store_vector<XT>(y, at, out, os < 0 ? (int)-os : 0, L_out - os < V ? (int)(L_out - os) : V);
 }
 
 template <int XT, int WT, int K>
-__global__ __launch_bounds__(GPU_VECTOR_THREADS, 4) void dwconv_ncl_vector_kernel(gpu_conv_args a) {
+__global__ __launch_bounds__(GPU_VECTOR_THREADS, 3) void dwconv_ncl_vector_kernel(gpu_conv_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int V = gpu_vec_width<XT>::value, T = GPU_VECTOR_THREADS, TILE = GPU_VECTOR_TILE(XT);

@@ -19,6 +19,7 @@
 
 #define GPU_NLC_THREADS 128
 #define GPU_NLC_TAPS 16 /* taps of weights staged at once */
+#define GPU_NLC_PREFETCH 64 /* rows of a tile prefetched into L1 at most */
 /* positions per thread: 32 accumulators whatever the dtype */
 #define GPU_NLC_RUN(XT) (32 / gpu_vec_width<XT>::value)
 
@@ -54,6 +55,17 @@ static __device__ __forceinline__ void gpu_nlc_stage_weights(float *ws, const vo
     }
 }
 
+/* Starts moving into L1 the rows [first_pos, first_pos + rows) of this thread's
+ * channel vector: the taps then find them there instead of missing one tap after
+ * another. */
+template <int XT>
+static __device__ __forceinline__ void gpu_nlc_prefetch(const typename gpu_elem<XT>::raw *xb,
+                                                        int64_t L, int64_t C, int64_t c,
+                                                        int64_t first_pos, int64_t rows) {
+    for (int64_t j = gpu_max64(0, -first_pos); j < rows && first_pos + j < L; j++)
+        gpu_prefetch_l1(xb + (first_pos + j) * C + c);
+}
+
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_args a) {
     typedef typename gpu_elem<WT>::raw wraw;
@@ -76,9 +88,14 @@ __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_ar
             const int valid = (int)gpu_max64(0, gpu_min64(V, C - c));
             const raw *xb = (const raw *)a.x + b * L * C;
             int64_t staged = -1; /* first tap of the weights in ws */
+            /* rows a tile's taps read, at most GPU_NLC_PREFETCH of them ahead */
+            const int64_t rows = gpu_min64((R - 1) * S + (K - 1) * D + 1, GPU_NLC_PREFETCH);
+            if (valid) gpu_nlc_prefetch<XT>(xb, L, C, c, (pt_begin * TR + ry) * R * S - a.pad_left, rows);
             for (int64_t pt = pt_begin; pt < pt_end; pt++) {
                 const int64_t ob = (pt * TR + ry) * R; /* first output position */
                 const int64_t first_pos = ob * S - a.pad_left;
+                if (valid && pt + 1 < pt_end) /* the next tile's rows, during this one */
+                    gpu_nlc_prefetch<XT>(xb, L, C, c, first_pos + TR * R * S, rows);
                 const int interior = first_pos >= 0 && (ob + R - 1) * S + (K - 1) * D - a.pad_left < L;
                 float acc[R][V];
 #pragma unroll
@@ -105,7 +122,7 @@ __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_ar
                             w[i] = f.x, w[i + 1] = f.y, w[i + 2] = f.z, w[i + 3] = f.w;
                         }
                         const int64_t tap = (kc + kk) * D + first_pos;
-                        float xv[R][V];
+                        float xv[R][V]; /* all R loads in flight before the first fma */
 #pragma unroll
                         for (int r = 0; r < R; r++) {
                             int64_t pos = tap + r * S;
@@ -125,9 +142,8 @@ __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_ar
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     if (ob + r >= L_out) break;
-                    float out[V];
-#pragma unroll
-                    for (int i = 0; i < V; i++) out[i] = dwconv_activate(a.activation, acc[r][i]);
+                    float *out = acc[r];
+                    gpu_activate_all<V>(a.activation, out);
                     const int64_t at = (b * L_out + ob + r) * C + c;
                     if (a.vector_y) gpu_store_vector<XT>(a.y, at, out, 0, valid);
                     else gpu_store_elements<XT>(a.y, at, out, 0, valid);

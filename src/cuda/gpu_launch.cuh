@@ -190,7 +190,10 @@ static void gpu_plan_launch(int forced, gpu_conv_args *a, gpu_launch *l) {
         if (gpu_try_kernel(GPU_KERNEL_NLC, a, l)) return;
     } else if (a->output_length >= 512) { /* rows fill a good part of a tile */
         if (gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
-        if (a->kernel_size >= GPU_LATTICE_MIN_K && gpu_try_kernel(GPU_KERNEL_NCL_LATTICE, a, l))
+        /* lattice only with one phase: with several, each phase's block gathers every
+         * dilation-th element, and L2 moves several times the bytes of x */
+        if (a->kernel_size >= GPU_LATTICE_MIN_K && a->dilation == a->stride &&
+            gpu_try_kernel(GPU_KERNEL_NCL_LATTICE, a, l))
             return;
         if (gpu_try_kernel(GPU_KERNEL_NCL_TILE, a, l)) return;
     }

@@ -79,6 +79,16 @@ static __device__ __forceinline__ void gpu_store16(void *p, uint4 v) {
 #endif
 }
 
+/* A hint: start moving the line holding p into L1 (no-op where there is no such
+ * instruction). */
+static __device__ __forceinline__ void gpu_prefetch_l1(const void *p) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+
 static __device__ __forceinline__ int64_t gpu_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static __device__ __forceinline__ int64_t gpu_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 

@@ -1,11 +1,12 @@
 /* NCL: rows (b, c) of L inputs, vectorized across outputs. Work items are rows, or
  * segments of rows when there are too few rows to keep every thread busy.
  *
- * Where a row is read with stride 1 and every tap is inside [0, L), the kernels read x
- * directly (f16/bf16 widened in registers). Everything else (the edges, stride > 1)
- * goes through tiles staged in f32: for stride s, tap k reads phase (k*d) mod s of the
- * input at offset (k*d) / s, so each phase is gathered once into its own buffer (with
- * the padding applied) and every tap becomes a plain stride-1 stream again. */
+ * Where a row is read with stride 1 or 2 and every tap is inside [0, L), the kernels
+ * read x directly (f16/bf16 widened in registers). Everything else (the edges, larger
+ * strides) goes through tiles staged in f32: for stride s, tap k reads phase
+ * (k*d) mod s of the input at offset (k*d) / s, so each phase is gathered once into
+ * its own buffer (with the padding applied) and every tap becomes a plain stride-1
+ * stream again. */
 #include <config.h>
 
 #include <stdint.h>
@@ -43,7 +44,7 @@ typedef struct ncl_job {
     int64_t tile, period, phases;
     int64_t segment, segments;
     ncl_phase *phase;
-    float *weights; /* C*K, widened once */
+    const float *weights; /* C*K in f32 */
     char *scratch;  /* every thread's ncl_scratch */
     int64_t stage_floats;
 } ncl_job;
@@ -92,14 +93,15 @@ static void plan_job(ncl_job *j, int nt) {
     }
     j->stage_floats = stage;
 
-    /* Stride-1 rows are read straight from x (widened in registers), except for f16 and
-     * bf16 under conv_window, which wants f32: those are staged (compute-bound anyway). */
+    /* Rows of stride 1 or 2 are read straight from x (widened in registers), except
+     * under conv_window (stride 1 and f32 only); the rest is staged. Stride 2 reads one
+     * element past the last tap. */
     j->direct_begin = j->direct_end = 0;
-    if (j->s == 1 && (d->dtype == DWCONV_F32 || !j->window)) {
-        j->direct_begin = dwconv_interior_begin(j->pad, 1);
+    if (j->window ? j->s == 1 && d->dtype == DWCONV_F32 : j->s <= 2) {
+        int64_t reach = span + j->overread + (j->s == 2);
+        j->direct_begin = dwconv_interior_begin(j->pad, j->s);
         if (j->direct_begin > j->L_out) j->direct_begin = j->L_out;
-        j->direct_end = dwconv_interior_end(j->L, j->pad, 1, span + j->overread, j->L_out,
-                                            j->direct_begin);
+        j->direct_end = dwconv_interior_end(j->L, j->pad, j->s, reach, j->L_out, j->direct_begin);
     }
 
     const int64_t rows = d->batch * d->channels, wanted = (int64_t)nt * ITEMS_PER_THREAD;
@@ -183,6 +185,7 @@ static void staged_tile(const ncl_job *j, dwconv_cpu_taps *taps, const void *x_r
     int stream = j->stream && (uintptr_t)y_tile % 64 == 0;
     taps->tap = s->staged_tap;
     taps->dtype = DWCONV_F32;
+    taps->stride = 1;
     taps->stream = straight && stream;
     (j->window ? k->conv_window : k->conv)(taps, n_pad, straight ? (void *)y_tile : s->out);
     taps->stream = 0;
@@ -220,9 +223,10 @@ static void row_segment(const ncl_job *j, int64_t row, int64_t begin, int64_t en
     if (db - da >= lanes) {
         db = da + (db - da) / lanes * lanes;
         for (int64_t k = 0; k < j->K; k++)
-            s->direct_tap[k] = (const char *)x_row + (size_t)(da - j->pad + k * j->d) * j->elem;
+            s->direct_tap[k] = (const char *)x_row + (size_t)(da * j->s - j->pad + k * j->d) * j->elem;
         taps.tap = s->direct_tap;
         taps.dtype = d->dtype;
+        taps.stride = (int)j->s;
         (j->window ? j->kernels->conv_window : j->kernels->conv)(
             &taps, db - da, (char *)y_row + (size_t)da * j->elem);
         taps.stream = 0;
@@ -247,20 +251,25 @@ dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwcon
     if (!j.phase) return DWCONV_ERROR_OUT_OF_MEMORY;
     plan_job(&j, nt);
 
-    size_t weights_bytes = align64(sizeof(float) * (size_t)(d->channels * j.K));
+    /* f32 weights are used where they are; f16 and bf16 ones are widened once */
+    const int widen = d->weight_dtype != DWCONV_F32;
+    size_t weights_bytes = widen ? align64(sizeof(float) * (size_t)(d->channels * j.K)) : 0;
     char *block = aligned_alloc(64, weights_bytes + scratch_bytes(&j) * (size_t)nt);
     if (!block) {
         free(j.phase);
         return DWCONV_ERROR_OUT_OF_MEMORY;
     }
-    j.weights = (float *)block;
+    j.weights = widen ? (float *)block : (const float *)weight;
     j.scratch = block + weights_bytes;
 
     const int64_t CK = d->channels * j.K, items = d->batch * d->channels * j.segments;
 #pragma omp parallel num_threads(nt)
     {
+        if (widen) {
+            float *widened = (float *)block;
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < CK; i++) j.weights[i] = dwconv_load(d->weight_dtype, weight, i);
+            for (int64_t i = 0; i < CK; i++) widened[i] = dwconv_load(d->weight_dtype, weight, i);
+        }
         const ncl_scratch scratch = thread_scratch(&j, dwconv_cpu_thread_index());
 #pragma omp for schedule(static)
         for (int64_t item = 0; item < items; item++) {

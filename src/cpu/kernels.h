@@ -15,12 +15,14 @@
 #include "dwconv_module.h"
 
 /* One stretch of outputs of one NCL row:
- *   out[j] = act(bias + sum_k weight[k] * tap[k][j])     (fma chain, k ascending)
- * tap[k][j] is the input tap k reads for output j: in a staged f32 buffer, or in x
- * itself; dtype is that of the taps and of out (F32 when staged). */
+ *   out[j] = act(bias + sum_k weight[k] * tap[k][j * stride])   (fma chain, k ascending)
+ * tap[k][j * stride] is the input tap k reads for output j: in a staged f32 buffer
+ * (stride 1), or in x itself (stride 1 or 2); dtype is that of the taps and of out
+ * (F32 when staged). */
 typedef struct dwconv_cpu_taps {
     const void *const *tap; /* K pointers */
     dwconv_dtype dtype;
+    int stride;             /* 1 or 2 (conv only) */
     const float *weight;     /* K weights, widened to f32 */
     int64_t kernel_size;
     float bias;              /* +0.0f without bias */
@@ -47,9 +49,10 @@ typedef struct dwconv_cpu_kernels {
     int lanes;        /* floats per vector: n below is always a multiple of it */
     int overread;     /* floats conv_window may read past tap[K-1][n-1] (zeros staged) */
 
-    /* The stretch above for n outputs; reads tap[k][0, n), writes out[0, n). */
+    /* The stretch above for n outputs; reads tap[k][0, n * stride) (stride 2: one
+     * element more), writes out[0, n). */
     void (*conv)(const dwconv_cpu_taps *taps, int64_t n, void *out);
-    /* The same for F32 when tap[k] == tap[0] + k: shares each shifted window between
+    /* The same for F32, stride 1, tap[k] == tap[0] + k: shares each shifted window between
      * outputs, which long kernels need to reach the FMA units' limit. */
     void (*conv_window)(const dwconv_cpu_taps *taps, int64_t n, void *out);
 

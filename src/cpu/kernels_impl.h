@@ -84,6 +84,18 @@ ALWAYS_INLINE void v_store(const dwconv_dtype dt, void *base, int64_t i, vf v, c
     else vh_store((uint16_t *)base + i, h);
 }
 
+/* elements i, i+2, ..., i + 2(VL-1) of base, widened; reads one element more */
+ALWAYS_INLINE vf v_load_even(const dwconv_dtype dt, const void *base, int64_t i) {
+    if (dt == DWCONV_F32) return vf_load_even((const float *)base + i);
+    vh h = vh_load_even((const uint16_t *)base + i);
+    return dt == DWCONV_BF16 ? vf_from_bf16(h) : vf_from_f16(h);
+}
+
+/* elements i*stride onward, every stride-th, for a constant stride of 1 or 2 */
+ALWAYS_INLINE vf v_load_step(const dwconv_dtype dt, const void *base, int64_t i, const int stride) {
+    return stride == 2 ? v_load_even(dt, base, 2 * i) : v_load(dt, base, i);
+}
+
 typedef union lanes_buffer {
     float f[VL];
     uint16_t h[VL];
@@ -118,16 +130,19 @@ ALWAYS_INLINE void v_store_n(const dwconv_dtype dt, void *base, int64_t i, vf v,
 /* ---- NCL: a stretch of one row, any taps ---- */
 
 /* nb output vectors from j: K loads and K fmas each, the weight broadcast once; taps
- * and out of dtype dt (widened on load, rounded on store). */
+ * and out of dtype dt (widened on load, rounded on store), taps read every stride-th
+ * element (stride 2: two loads and a permutation). */
 ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, void *out, const int nb,
-                              const int act, const int stream, const dwconv_dtype dt) {
+                              const int act, const int stream, const dwconv_dtype dt,
+                              const int stride) {
     vf acc[VEC_BLOCK];
     UNROLLED
     for (int m = 0; m < nb; m++) acc[m] = vf_set1(t->bias);
     for (int64_t k = 0; k < t->kernel_size; k++) {
         const vf w = vf_set1(t->weight[k]);
         UNROLLED
-        for (int m = 0; m < nb; m++) acc[m] = vf_fma(v_load(dt, t->tap[k], j + m * VL), w, acc[m]);
+        for (int m = 0; m < nb; m++)
+            acc[m] = vf_fma(v_load_step(dt, t->tap[k], j + m * VL, stride), w, acc[m]);
     }
     UNROLLED
     for (int m = 0; m < nb; m++) v_store(dt, out, j + m * VL, v_activate(acc[m], act), stream);
@@ -163,46 +178,54 @@ ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, void *out, 
     for (int m = 0; m < nb; m++) v_store(DWCONV_F32, out, j + m * VL, v_activate(acc[m], act), stream);
 }
 
-/* n outputs (a multiple of VL) by blocks of VEC_BLOCK vectors, then one by one. */
+/* n outputs (a multiple of VL) by blocks of VEC_BLOCK vectors, then one by one. The
+ * constant arguments select one specialised copy; window implies F32 and stride 1. */
 ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, void *out, const int window,
-                           const int act, const int stream, const dwconv_dtype dt) {
+                           const int act, const int stream, const dwconv_dtype dt,
+                           const int stride) {
     int64_t j = 0;
     for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) {
         if (window) window_block(t, j, out, VEC_BLOCK, act, stream);
-        else conv_block(t, j, out, VEC_BLOCK, act, stream, dt);
+        else conv_block(t, j, out, VEC_BLOCK, act, stream, dt, stride);
     }
     for (; j < n; j += VL) {
         if (window) window_block(t, j, out, 1, act, stream);
-        else conv_block(t, j, out, 1, act, stream, dt);
+        else conv_block(t, j, out, 1, act, stream, dt, stride);
     }
     if (stream) vec_fence(); /* the streamed stores are visible before the caller goes on */
 }
 
 ALWAYS_INLINE void stretch_stores(const dwconv_cpu_taps *t, int64_t n, void *out,
-                                  const int window, const int act, const dwconv_dtype dt) {
-    if (t->stream) stretch(t, n, out, window, act, 1, dt);
-    else stretch(t, n, out, window, act, 0, dt);
+                                  const int window, const int act, const dwconv_dtype dt,
+                                  const int stride) {
+    if (t->stream) stretch(t, n, out, window, act, 1, dt, stride);
+    else stretch(t, n, out, window, act, 0, dt, stride);
 }
 
 ALWAYS_INLINE void stretch_any_act(const dwconv_cpu_taps *t, int64_t n, void *out,
-                                   const int window, const dwconv_dtype dt) {
+                                   const int window, const dwconv_dtype dt, const int stride) {
     switch (t->activation) {
-    case DWCONV_ACT_RELU: stretch_stores(t, n, out, window, DWCONV_ACT_RELU, dt); break;
-    case DWCONV_ACT_SILU: stretch_stores(t, n, out, window, DWCONV_ACT_SILU, dt); break;
-    default: stretch_stores(t, n, out, window, DWCONV_ACT_NONE, dt); break;
+    case DWCONV_ACT_RELU: stretch_stores(t, n, out, window, DWCONV_ACT_RELU, dt, stride); break;
+    case DWCONV_ACT_SILU: stretch_stores(t, n, out, window, DWCONV_ACT_SILU, dt, stride); break;
+    default: stretch_stores(t, n, out, window, DWCONV_ACT_NONE, dt, stride); break;
     }
+}
+
+ALWAYS_INLINE void conv_typed(const dwconv_cpu_taps *t, int64_t n, void *out, const dwconv_dtype dt) {
+    if (t->stride == 2) stretch_any_act(t, n, out, 0, dt, 2);
+    else stretch_any_act(t, n, out, 0, dt, 1);
 }
 
 static void k_conv(const dwconv_cpu_taps *t, int64_t n, void *out) {
     switch (t->dtype) {
-    case DWCONV_BF16: stretch_any_act(t, n, out, 0, DWCONV_BF16); break;
-    case DWCONV_F16: stretch_any_act(t, n, out, 0, DWCONV_F16); break;
-    default: stretch_any_act(t, n, out, 0, DWCONV_F32); break;
+    case DWCONV_BF16: conv_typed(t, n, out, DWCONV_BF16); break;
+    case DWCONV_F16: conv_typed(t, n, out, DWCONV_F16); break;
+    default: conv_typed(t, n, out, DWCONV_F32); break;
     }
 }
 
 static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, void *out) {
-    stretch_any_act(t, n, out, 1, DWCONV_F32);
+    stretch_any_act(t, n, out, 1, DWCONV_F32, 1);
 }
 
 /* ---- staging and rounding ---- */
@@ -214,13 +237,7 @@ ALWAYS_INLINE void gather_typed(const dwconv_dtype dt, const void *src, int64_t 
         for (; j + VL <= n; j += VL) vf_storeu(dst + j, v_load(dt, src, j));
     } else if (stride == 2) {
         /* a vector reads src[2j .. 2j + 2VL - 1]: stop while one element is left over */
-        for (; j + VL < n; j += VL) {
-            if (dt == DWCONV_F32) vf_storeu(dst + j, vf_load_even((const float *)src + 2 * j));
-            else {
-                vh h = vh_load_even((const uint16_t *)src + 2 * j);
-                vf_storeu(dst + j, dt == DWCONV_BF16 ? vf_from_bf16(h) : vf_from_f16(h));
-            }
-        }
+        for (; j + VL < n; j += VL) vf_storeu(dst + j, v_load_even(dt, src, 2 * j));
     }
     for (; j < n; j++) dst[j] = dwconv_load(dt, src, j * stride);
 }

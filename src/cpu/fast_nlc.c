@@ -2,7 +2,11 @@
  * blocks of consecutive output positions of one batch. For every position and tap the
  * driver resolves which input row is read (the padding mode's index arithmetic, or a
  * row of zeros), so the kernel never branches on edges and every padding mode costs
- * the same as the interior. */
+ * the same as the interior.
+ *
+ * Fewer channels than a vector holds would leave most lanes idle: with stride 1, G
+ * consecutive interior positions read G consecutive input rows for every tap, so they
+ * form one row of G*C channels (weights and bias repeated G times) and fill a vector. */
 #include <config.h>
 
 #include <stdint.h>
@@ -14,31 +18,66 @@
 #include "fast.h"
 
 enum {
-    BLOCK = 16,            /* output positions per work item */
+    BLOCK = 120,           /* output positions per work item: a multiple of most G */
     PREFETCH_POSITIONS = 2 /* how far ahead the kernel prefetches input rows */
 };
 
 typedef struct nlc_job {
     const dwconv_cpu_kernels *kernels;
     const dwconv_plan *plan;
-    dwconv_cpu_nlc kernel_job;
-    const char *x, *zeros; /* zeros: one input row of zeros */
+    dwconv_cpu_nlc single, grouped; /* grouped: G positions as one row of G*C channels */
+    int64_t group;                  /* G; 1: no grouping */
+    int64_t interior_begin, interior_end; /* positions whose taps are all inside [0, L) */
+    const char *x, *zeros;          /* zeros: one input row of zeros */
     char *y;
-    size_t row_bytes; /* C elements of x or y */
+    size_t row_bytes;               /* C elements of x or y */
 } nlc_job;
 
-/* Positions [o0, o0 + n) of batch b: their rows, then the kernel. */
-static void position_block(const nlc_job *j, int64_t b, int64_t o0, int64_t n, const void **row) {
+static char *output_row(const nlc_job *j, int64_t b, int64_t o) {
+    return j->y + (size_t)(b * j->plan->output_length + o) * j->row_bytes;
+}
+
+/* Positions [o0, o0 + n) of batch b, one by one: their rows, then the kernel. */
+static void single_positions(const nlc_job *j, int64_t b, int64_t o0, int64_t n, const void **row) {
     const dwconv_desc *d = &j->plan->desc;
     const int64_t K = d->kernel_size, L = d->length;
+    if (n <= 0) return;
     for (int64_t p = 0; p < n; p++)
         for (int64_t k = 0; k < K; k++) {
             int64_t i = dwconv_source_index(d->padding_mode,
                                             (o0 + p) * d->stride + k * d->dilation - d->pad_left, L);
             row[p * K + k] = i < 0 ? j->zeros : j->x + (size_t)(b * L + i) * j->row_bytes;
         }
-    char *y = j->y + (size_t)(b * j->plan->output_length + o0) * j->row_bytes;
-    j->kernels->nlc(&j->kernel_job, row, n, y);
+    j->kernels->nlc(&j->single, row, n, output_row(j, b, o0));
+}
+
+/* n groups of G interior positions from o0 (stride 1). */
+static void grouped_positions(const nlc_job *j, int64_t b, int64_t o0, int64_t n, const void **row) {
+    const dwconv_desc *d = &j->plan->desc;
+    const int64_t K = d->kernel_size;
+    for (int64_t g = 0; g < n; g++)
+        for (int64_t k = 0; k < K; k++)
+            row[g * K + k] = j->x + (size_t)(b * d->length + o0 + g * j->group +
+                                             k * d->dilation - d->pad_left) * j->row_bytes;
+    char *y = output_row(j, b, o0);
+    dwconv_cpu_nlc job = j->grouped;
+    job.stream = job.stream && (uintptr_t)y % 64 == 0;
+    j->kernels->nlc(&job, row, n, y);
+}
+
+/* Positions [o0, o0 + n) of batch b: groups where they can be, single positions around. */
+static void position_block(const nlc_job *j, int64_t b, int64_t o0, int64_t n, const void **row) {
+    int64_t from = o0 > j->interior_begin ? o0 : j->interior_begin;
+    int64_t to = o0 + n < j->interior_end ? o0 + n : j->interior_end;
+    int64_t groups = j->group > 1 && to > from ? (to - from) / j->group : 0;
+    if (!groups) {
+        single_positions(j, b, o0, n, row);
+        return;
+    }
+    single_positions(j, b, o0, from - o0, row);
+    grouped_positions(j, b, from, groups, row);
+    from += groups * j->group;
+    single_positions(j, b, from, o0 + n - from, row);
 }
 
 static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -48,13 +87,18 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
                                   int nt) {
     const dwconv_desc *d = &plan->desc;
     const int64_t C = d->channels, K = d->kernel_size, L_out = plan->output_length;
+    const int64_t G = d->stride == 1 && C < kernels->lanes ? kernels->lanes / C : 1, GC = G * C;
     nlc_job j = {
-        .kernels = kernels, .plan = plan, .x = x, .y = y,
+        .kernels = kernels, .plan = plan, .x = x, .y = y, .group = G,
         .row_bytes = (size_t)C * dwconv_dtype_size(d->dtype),
     };
-    /* weights [k][c], bias (or zeros), a zero row, then BLOCK*K row pointers per thread */
-    size_t weights_bytes = align64(sizeof(float) * (size_t)(K * C));
-    size_t bias_bytes = align64(sizeof(float) * (size_t)C), zeros_bytes = align64(j.row_bytes);
+    j.interior_begin = dwconv_interior_begin(d->pad_left, d->stride);
+    j.interior_end = dwconv_interior_end(d->length, d->pad_left, d->stride,
+                                         d->dilation * (K - 1), L_out, j.interior_begin);
+    /* weights [k][c] and bias (or zeros), each repeated G times; a zero row; then
+     * BLOCK*K row pointers per thread */
+    size_t weights_bytes = align64(sizeof(float) * (size_t)(K * GC));
+    size_t bias_bytes = align64(sizeof(float) * (size_t)GC), zeros_bytes = align64(j.row_bytes);
     size_t rows_bytes = align64(sizeof(void *) * (size_t)(BLOCK * K));
     char *block = aligned_alloc(64, weights_bytes + bias_bytes + zeros_bytes + rows_bytes * (size_t)nt);
     if (!block) return DWCONV_ERROR_OUT_OF_MEMORY;
@@ -62,22 +106,27 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
     char *zeros = block + weights_bytes + bias_bytes, *rows = zeros + zeros_bytes;
     memset(zeros, 0, j.row_bytes);
     j.zeros = zeros;
-    j.kernel_job = (dwconv_cpu_nlc){
+    j.single = (dwconv_cpu_nlc){
         .dtype = d->dtype, .channels = C, .kernel_size = K,
-        .weight_kc = weight_kc, .bias = bias_f32, .activation = d->activation,
+        .weight_kc = weight_kc, .weight_stride = GC, .bias = bias_f32,
+        .activation = d->activation,
         .stream = dwconv_cpu_streams(plan->y_bytes) && j.row_bytes % 64 == 0 &&
                   (uintptr_t)y % 64 == 0,
         .prefetch_ahead = (int64_t)j.row_bytes * d->stride * PREFETCH_POSITIONS,
     };
+    j.grouped = j.single; /* the same numbers, G positions to a row */
+    j.grouped.channels = GC;
+    j.grouped.stream = dwconv_cpu_streams(plan->y_bytes) && (j.row_bytes * (size_t)G) % 64 == 0;
+    j.grouped.prefetch_ahead = (int64_t)j.row_bytes * G * PREFETCH_POSITIONS;
 
     const int64_t blocks = (L_out + BLOCK - 1) / BLOCK, items = d->batch * blocks;
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
-        for (int64_t c = 0; c < C; c++) {
+        for (int64_t c = 0; c < GC; c++) { /* lane c of a row of G*C is channel c mod C */
             for (int64_t k = 0; k < K; k++)
-                weight_kc[k * C + c] = dwconv_load(d->weight_dtype, weight, c * K + k);
-            bias_f32[c] = bias ? dwconv_load(d->weight_dtype, bias, c) : 0.0f;
+                weight_kc[k * GC + c] = dwconv_load(d->weight_dtype, weight, c % C * K + k);
+            bias_f32[c] = bias ? dwconv_load(d->weight_dtype, bias, c % C) : 0.0f;
         }
         const void **row = (const void **)(rows + rows_bytes * (size_t)dwconv_cpu_thread_index());
 #pragma omp for schedule(static)

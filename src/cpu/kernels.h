@@ -31,13 +31,14 @@ typedef struct dwconv_cpu_taps {
 } dwconv_cpu_taps;
 
 /* A block of NLC output positions: for position p and channel c < channels,
- *   y[p*channels + c] = act(bias[c] + sum_k weight_kc[k*channels + c] * row[p*K + k][c])
+ *   y[p*channels + c] = act(bias[c] + sum_k weight_kc[k*weight_stride + c] * row[p*K + k][c])
  * row[p*K + k] points at the input row (channels elements of dtype) tap k reads for
  * position p: a row of x, or a row of zeros where the padding reads zeros. */
 typedef struct dwconv_cpu_nlc {
     dwconv_dtype dtype; /* of x and y */
     int64_t channels, kernel_size;
     const float *weight_kc; /* weights transposed to [k][c], widened to f32 */
+    int64_t weight_stride;  /* floats from one tap's weights to the next's (>= channels) */
     const float *bias;      /* channels values: the bias widened, or zeros */
     int activation;
     int stream; /* every row of y is 64-byte aligned: store around the caches */

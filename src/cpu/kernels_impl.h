@@ -64,11 +64,18 @@ static inline vh v_to_bf16(vf a) {
     return vh_pack(vi_select(nan, vi_or(high, vi_set1(0x40)), rounded));
 }
 
+ALWAYS_INLINE vf v_widen(const dwconv_dtype dt, vh h) {
+    return dt == DWCONV_BF16 ? vf_from_bf16(h) : vf_from_f16(h);
+}
+
+ALWAYS_INLINE vh v_round(const dwconv_dtype dt, vf v) {
+    return dt == DWCONV_BF16 ? v_to_bf16(v) : vh_from_f16_round(v);
+}
+
 /* element i of base onward, widened */
 ALWAYS_INLINE vf v_load(const dwconv_dtype dt, const void *base, int64_t i) {
-    if (dt == DWCONV_BF16) return vf_from_bf16(vh_load((const uint16_t *)base + i));
-    if (dt == DWCONV_F16) return vf_from_f16(vh_load((const uint16_t *)base + i));
-    return vf_loadu((const float *)base + i);
+    if (dt == DWCONV_F32) return vf_loadu((const float *)base + i);
+    return v_widen(dt, vh_load((const uint16_t *)base + i));
 }
 
 /* element i of base onward, rounded; stream: around the caches (base + i is then
@@ -77,18 +84,17 @@ ALWAYS_INLINE void v_store(const dwconv_dtype dt, void *base, int64_t i, vf v, c
     if (dt == DWCONV_F32) {
         if (stream) vf_stream((float *)base + i, v);
         else vf_storeu((float *)base + i, v);
-        return;
+    } else if (stream) {
+        vh_stream((uint16_t *)base + i, v_round(dt, v));
+    } else {
+        vh_store((uint16_t *)base + i, v_round(dt, v));
     }
-    vh h = dt == DWCONV_BF16 ? v_to_bf16(v) : vh_from_f16_round(v);
-    if (stream) vh_stream((uint16_t *)base + i, h);
-    else vh_store((uint16_t *)base + i, h);
 }
 
 /* elements i, i+2, ..., i + 2(VL-1) of base, widened; reads one element more */
 ALWAYS_INLINE vf v_load_even(const dwconv_dtype dt, const void *base, int64_t i) {
     if (dt == DWCONV_F32) return vf_load_even((const float *)base + i);
-    vh h = vh_load_even((const uint16_t *)base + i);
-    return dt == DWCONV_BF16 ? vf_from_bf16(h) : vf_from_f16(h);
+    return v_widen(dt, vh_load_even((const uint16_t *)base + i));
 }
 
 /* elements i*stride onward, every stride-th, for a constant stride of 1 or 2 */
@@ -96,24 +102,15 @@ ALWAYS_INLINE vf v_load_step(const dwconv_dtype dt, const void *base, int64_t i,
     return stride == 2 ? v_load_even(dt, base, 2 * i) : v_load(dt, base, i);
 }
 
-typedef union lanes_buffer {
-    float f[VL];
-    uint16_t h[VL];
-} lanes_buffer;
-
-/* count < VL elements; the other lanes read zeros */
+/* count < VL elements, nothing read or written beyond them; other lanes read zeros */
 ALWAYS_INLINE vf v_load_part(const dwconv_dtype dt, const void *base, int64_t i, int count) {
-    size_t size = dt == DWCONV_F32 ? 4 : 2;
-    lanes_buffer buf = {{0}};
-    memcpy(&buf, (const char *)base + (size_t)i * size, (size_t)count * size);
-    return v_load(dt, &buf, 0);
+    if (dt == DWCONV_F32) return vf_load_part((const float *)base + i, count);
+    return v_widen(dt, vh_load_part((const uint16_t *)base + i, count));
 }
 
 ALWAYS_INLINE void v_store_part(const dwconv_dtype dt, void *base, int64_t i, vf v, int count) {
-    size_t size = dt == DWCONV_F32 ? 4 : 2;
-    lanes_buffer buf;
-    v_store(dt, &buf, 0, v, 0);
-    memcpy((char *)base + (size_t)i * size, &buf, (size_t)count * size);
+    if (dt == DWCONV_F32) vf_store_part((float *)base + i, v, count);
+    else vh_store_part((uint16_t *)base + i, v_round(dt, v), count);
 }
 
 /* count <= VL elements: whole vector when count == VL (a constant folds the test) */
@@ -285,7 +282,7 @@ ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *ro
     vf acc = v_load_n(DWCONV_F32, job->bias, c0, count);
     for (int64_t k = 0; k < K; k++)
         acc = vf_fma(v_load_n(dt, taps[k], c0, count),
-                     v_load_n(DWCONV_F32, job->weight_kc, k * C + c0, count), acc);
+                     v_load_n(DWCONV_F32, job->weight_kc, k * job->weight_stride + c0, count), acc);
     v_store_n(dt, y, p * C + c0, v_activate(acc, act), count, stream);
     /* the newest row, some positions ahead: read a vector at a time, rows one after
      * another, it is a stream the hardware prefetcher keeps losing */

@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #define VEC_LANES 8
 #define VEC_BLOCK 4 /* output vectors in flight: 16 ymm registers leave room for 4 */
@@ -39,6 +40,13 @@ static inline vf vf_window(vf lo, vf hi, const float *p, int r) {
     return r == 0 ? lo : _mm256_loadu_ps(p + r);
 }
 
+/* n < 8 elements; the masked lanes are neither read nor written */
+static inline __m256i vec_first(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline vf vf_load_part(const float *p, int n) { return _mm256_maskload_ps(p, vec_first(n)); }
+static inline void vf_store_part(float *p, vf v, int n) { _mm256_maskstore_ps(p, vec_first(n), v); }
+
 /* p[0], p[2], ..., p[14] */
 static inline vf vf_load_even(const float *p) {
     __m256 pairs = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), 0x88);
@@ -50,6 +58,17 @@ static inline vf vf_load_even(const float *p) {
 static inline vh vh_load(const uint16_t *p) { return _mm_loadu_si128((const __m128i *)p); }
 static inline void vh_store(uint16_t *p, vh h) { _mm_storeu_si128((__m128i *)p, h); }
 static inline void vh_stream(uint16_t *p, vh h) { _mm_stream_si128((__m128i *)p, h); } /* p aligned */
+/* AVX2 has no 16-bit masked moves: through a buffer (slower, but only at row ends) */
+static inline vh vh_load_part(const uint16_t *p, int n) {
+    uint16_t buf[8] = {0};
+    memcpy(buf, p, sizeof *p * (size_t)n);
+    return _mm_loadu_si128((const __m128i *)buf);
+}
+static inline void vh_store_part(uint16_t *p, vh h, int n) {
+    uint16_t buf[8];
+    _mm_storeu_si128((__m128i *)buf, h);
+    memcpy(p, buf, sizeof *p * (size_t)n);
+}
 /* The low 16 bits of 8 int32 lanes, each already in [0, 65535] (no saturation). */
 static inline vh vh_pack(vi a) {
     __m256i packed = _mm256_packus_epi32(a, a); /* per 128-bit lane: a0..a3 a0..a3 */

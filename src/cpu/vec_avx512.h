@@ -54,6 +54,11 @@ static inline vf vf_window(vf lo, vf hi, const float *p, int r) {
     return vf_align(lo, hi, r);
 }
 
+/* n < 16 elements; the masked lanes are neither read nor written */
+static inline __mmask16 vec_first(int n) { return (__mmask16)((1u << n) - 1); }
+static inline vf vf_load_part(const float *p, int n) { return _mm512_maskz_loadu_ps(vec_first(n), p); }
+static inline void vf_store_part(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, vec_first(n), v); }
+
 /* p[0], p[2], ..., p[30] */
 static inline vf vf_load_even(const float *p) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
@@ -66,6 +71,12 @@ static inline vf vf_load_even(const float *p) {
 static inline vh vh_load(const uint16_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline void vh_store(uint16_t *p, vh h) { _mm256_storeu_si256((__m256i *)p, h); }
 static inline void vh_stream(uint16_t *p, vh h) { _mm256_stream_si256((__m256i *)p, h); } /* p aligned */
+static inline vh vh_load_part(const uint16_t *p, int n) {
+    return _mm256_maskz_loadu_epi16(vec_first(n), p);
+}
+static inline void vh_store_part(uint16_t *p, vh h, int n) {
+    _mm256_mask_storeu_epi16(p, vec_first(n), h);
+}
 /* p[0], p[2], ..., p[30]: the low halves of 16 int32 lanes */
 static inline vh vh_load_even(const uint16_t *p) {
     return _mm512_cvtepi32_epi16(_mm512_loadu_si512(p));

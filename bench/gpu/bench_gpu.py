@@ -183,7 +183,7 @@ def peak_fp32_tflops():
     return 2 * 128 * sms * mhz * 1e6 / 1e12, mhz
 
 
-def run_case(case, lib, gpu, generic, cpu, args, l2_bytes):
+def run_case(case, lib, gpu, forced, cpu, args, l2_bytes):
     torch.manual_seed(sum(case.name.encode()))
     desc, L_out = case.desc(lib)
     dt = TORCH_DTYPE[case.dtype]
@@ -207,7 +207,9 @@ def run_case(case, lib, gpu, generic, cpu, args, l2_bytes):
          "target": case.target, "kind": case.kind, "input_sets": sets}
     r["copy_ms"] = median_ms(lambda _: dst.copy_(src), [None], args.reps)
     r["dwconv_ms"] = median_ms(lambda x: gpu.forward(desc, x, w, b, y), xs, args.reps)
-    r["generic_ms"] = median_ms(lambda x: generic.forward(desc, x, w, b, y), xs, max(5, args.reps // 3))
+    r["kernel_ms"] = {name: median_ms(lambda x: ctx.forward(desc, x, w, b, y), xs, max(5, args.reps // 3))
+                      for name, ctx in forced.items()}
+    r["generic_ms"] = r["kernel_ms"]["generic"]
     r["torch_ms"] = median_ms(lambda x: torch_conv(case, x, w, b, L_out), xs, max(5, args.reps // 3))
     r["fraction"] = r["copy_ms"] / r["dwconv_ms"]
     r["dwconv_tb_s"] = r["bytes"] / r["dwconv_ms"] / 1e9
@@ -282,18 +284,22 @@ def main():
     ap.add_argument("--case", action="append", help="run only these cases")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--no-oracle", action="store_true", help="skip the cpu-backend comparison")
+    ap.add_argument("--kernels", default="generic",
+                    help="comma-separated DWCONV_GPU_KERNEL values also timed (forced where they apply)")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     args = ap.parse_args()
 
     lib = load_library(args.build)
-    gpu, generic, cpu = Dwconv(lib, CUDA), Dwconv(lib, CUDA, "generic"), Dwconv(lib, CPU)
+    gpu, cpu = Dwconv(lib, CUDA), Dwconv(lib, CPU)
+    forced = {name: Dwconv(lib, CUDA, name) for name in ["generic"] + [
+        k for k in args.kernels.split(",") if k and k != "generic"]}
     # One stream for everything timed: torch's default stream is the legacy NULL stream,
     # and dwconv_context_set_stream(NULL) would mean the context's own stream instead.
     stream = torch.cuda.Stream()
     torch.cuda.set_stream(stream)
-    gpu.set_stream(stream.cuda_stream)
-    generic.set_stream(stream.cuda_stream)
+    for ctx in [gpu] + list(forced.values()):
+        ctx.set_stream(stream.cuda_stream)
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 60 << 20)
     peak, mhz = peak_fp32_tflops()
@@ -304,12 +310,12 @@ def main():
     for case in CASES:
         if args.case and case.name not in args.case:
             continue
-        r = run_case(case, lib, gpu, generic, cpu, args, l2)
+        r = run_case(case, lib, gpu, forced, cpu, args, l2)
         results.append(r)
         print(f"{r['case']:24s} copy {r['copy_ms']:.4f} ms  dwconv {r['dwconv_ms']:.4f} ms  "
               f"fraction {r['fraction']:.3f}  generic {r['generic_ms']:.4f}  torch {r['torch_ms']:.4f}  "
-              f"{r['tflops']:.1f} TFLOP/s  bitwise {r.get('bitwise_cpu')}  torch err {r['torch_rel_err']:.1e}",
-              flush=True)
+              f"{r['tflops']:.1f} TFLOP/s  bitwise {r.get('bitwise_cpu')}  torch err {r['torch_rel_err']:.1e}  "
+              + " ".join(f"{k} {v:.4f}" for k, v in r["kernel_ms"].items()), flush=True)
     command = "python3 " + " ".join(sys.argv)
     table = markdown(results, device, peak, mhz, command)
     print(table)

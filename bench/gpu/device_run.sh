@@ -25,7 +25,7 @@ for step in $steps; do
   bench)
     log "bench"
     PYTHONUNBUFFERED=1 python3 "$src/bench/gpu/bench_gpu.py" --json "$OUT/bench.json" \
-      --markdown "$OUT/bench.md" ;;
+      --markdown "$OUT/bench.md" --kernels "${BENCH_KERNELS:-generic}" ;;
   sanitize)
     for tool in memcheck racecheck; do
       log "compute-sanitizer $tool (quick suite)"
@@ -35,7 +35,7 @@ for step in $steps; do
       echo "exit $?"; tail -n 6 "$OUT/$tool.txt"
     done ;;
   ncu)
-    for c in ${NCU_CASES:-ref_f32 ref_bf16 ref_f32_nlc causal4_bf16_nlc k31_s2_d4}; do
+    for c in ${NCU_CASES:-ref_bf16 causal4_bf16_nlc dilation4_k3 k31_pad15}; do
       log "ncu $c"
       timeout 60 ncu --clock-control none -k regex:dwconv --launch-skip 3 --launch-count 1 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \

@@ -6,8 +6,8 @@
  * lattice Q[n] = xp[phase*stride - pad + dilation*(j0 + n)]. A block takes one phase
  * of a row: it stages GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs' lattice as f32
  * into shared memory, and each thread computes GPU_LATTICE_RUN consecutive j with a
- * register window that slides over GPU_LATTICE_CHUNK taps at a time: per chunk six
- * 16-byte shared loads of x and two of weights feed 128 fmas, so the FMA pipe, not
+ * register window that slides over GPU_LATTICE_CHUNK taps at a time: per chunk eight
+ * 16-byte shared loads of x and four of weights feed 256 fmas, so the FMA pipe, not
  * shared memory, is the limit. Each output's fmas still run k = 0, 1, ... in order.
  *
  * Shared layout: 4 spare floats after every 32 (gpu_lattice_slot), so 16-byte loads
@@ -21,7 +21,7 @@
 
 #define GPU_LATTICE_THREADS 128
 #define GPU_LATTICE_RUN 16  /* consecutive outputs of a phase per thread */
-#define GPU_LATTICE_CHUNK 8 /* taps per register window */
+#define GPU_LATTICE_CHUNK 16 /* taps per register window */
 #define GPU_LATTICE_MIN_K 9
 #define GPU_LATTICE_STAGE_BATCH 16 /* loads in flight per thread while staging */
 
@@ -130,9 +130,10 @@ __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel
             if (j0 >= count) continue; /* the same for the whole block */
 
             __syncthreads(); /* the previous row's reads are done */
+            /* only what existing outputs read; later points only feed unstored sums */
             gpu_lattice_stage<XT>(q, (const raw *)a.x + row * L, L, a.padding_mode,
                                   phase * a.stride - a.pad_left + a.dilation * j0, a.dilation,
-                                  points, tid);
+                                  gpu_min64(points, count - j0 + K - 1), tid);
             for (int64_t k = tid; k < points - T * R; k += T)
                 ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;

@@ -43,9 +43,12 @@ __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
             const int64_t row = b * a.channels + c;
             const raw *xrow = (const raw *)a.x + row * L;
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+            /* a tile stages only what its existing outputs read (the last tile of a row) */
+#define GPU_TILE_WINDOW(o0) \
+    ((int)gpu_min64(a.window, (gpu_min64(tile_outputs, L_out - (o0)) - 1) * a.stride + (K - 1) * a.dilation + 1))
             uint4 v[GPU_WINDOW_BATCH];
-            gpu_window<XT> win =
-                gpu_window_plan<XT>(xrow, L, t_begin * tile_outputs * a.stride - a.pad_left, (int)a.window);
+            gpu_window<XT> win = gpu_window_plan<XT>(xrow, L, t_begin * tile_outputs * a.stride - a.pad_left,
+                                                     GPU_TILE_WINDOW(t_begin * tile_outputs));
             gpu_window_load<XT>(win, 0, tid, T, v);
             __syncthreads(); /* the previous row's weights are no longer read */
             for (int64_t k = tid; k < K; k += T)
@@ -56,7 +59,7 @@ __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
                 gpu_window_put<XT>(win, xs, xrow, L, a.padding_mode, tid, T, v);
                 if (t + 1 < t_end) {
                     win = gpu_window_plan<XT>(xrow, L, (o0 + tile_outputs) * a.stride - a.pad_left,
-                                              (int)a.window);
+                                              GPU_TILE_WINDOW(o0 + tile_outputs));
                     gpu_window_load<XT>(win, 0, tid, T, v);
                 }
                 __syncthreads();
@@ -80,6 +83,7 @@ __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
                 }
             }
         }
+#undef GPU_TILE_WINDOW
 }
 
 #endif /* DWCONV_GPU_KERNEL_NCL_TILE_CUH */

@@ -71,7 +71,8 @@ __global__ __launch_bounds__(GPU_VECTOR_THREADS, 3) void dwconv_ncl_vector_kerne
     const int64_t t_begin = (int64_t)blockIdx.x * a.tiles_per_block;
     const int64_t t_end = gpu_min64(t_begin + a.tiles_per_block, a.tiles_per_row);
 
-    /* The over-read past the window is never used in a sum; zero it once. */
+    /* The over-read past the window only feeds outputs that are never stored; zero it
+     * once all the same. */
     for (int e = staged + tid; e < gpu_vector_smem<XT, K>::elements; e += T) xs[e] = 0;
 
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
@@ -87,15 +88,18 @@ __global__ __launch_bounds__(GPU_VECTOR_THREADS, 3) void dwconv_ncl_vector_kerne
             const int64_t t_stop = gpu_min64(t_end, (L_out - 1 - o_first) / TILE + 1);
             if (t_begin >= t_stop) continue; /* the same for the whole block */
 
+            /* a tile stages only what its existing outputs read (short rows, last tiles) */
+#define GPU_VECTOR_STAGED(o0) ((int)gpu_min64(staged, L_out - (o0) + K - 1))
             uint4 v[GPU_WINDOW_BATCH];
-            gpu_window<XT> win = gpu_window_plan<XT>(xrow, L, o_first + t_begin * TILE - a.pad_left, staged);
+            gpu_window<XT> win = gpu_window_plan<XT>(xrow, L, o_first + t_begin * TILE - a.pad_left,
+                                                     GPU_VECTOR_STAGED(o_first + t_begin * TILE));
             gpu_window_load<XT>(win, 0, tid, T, v);
             for (int64_t t = t_begin; t < t_stop; t++) {
                 const int64_t o0 = o_first + t * TILE;
                 __syncthreads(); /* the previous tile's reads are done */
                 gpu_window_put<XT>(win, xs, xrow, L, a.padding_mode, tid, T, v);
                 if (t + 1 < t_stop) { /* the next tile's loads fly during this tile's sums */
-                    win = gpu_window_plan<XT>(xrow, L, o0 + TILE - a.pad_left, staged);
+                    win = gpu_window_plan<XT>(xrow, L, o0 + TILE - a.pad_left, GPU_VECTOR_STAGED(o0 + TILE));
                     gpu_window_load<XT>(win, 0, tid, T, v);
                 }
                 __syncthreads();
@@ -109,6 +113,7 @@ __global__ __launch_bounds__(GPU_VECTOR_THREADS, 3) void dwconv_ncl_vector_kerne
                 }
             }
         }
+#undef GPU_VECTOR_STAGED
 }
 
 #endif /* DWCONV_GPU_KERNEL_NCL_VECTOR_CUH */

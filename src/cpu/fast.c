@@ -20,11 +20,15 @@ int dwconv_cpu_thread_index(void) {
 }
 
 int dwconv_cpu_streams(size_t output_bytes) {
-    long cache = -1;
+    static _Atomic long cache_bytes; /* asked once; 0 until then */
+    long cache = cache_bytes;
+    if (!cache) {
 #ifdef _SC_LEVEL3_CACHE_SIZE
-    cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
-    if (cache <= 0) cache = 32l << 20; /* unknown: a common size today */
+        if (cache <= 0) cache = 32l << 20; /* unknown: a common size today */
+        cache_bytes = cache;
+    }
     return output_bytes > (size_t)cache;
 }
 

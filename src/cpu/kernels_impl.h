@@ -18,6 +18,26 @@
 /* Loops over the vectors in flight must unroll, or the accumulators live in memory. */
 #define UNROLLED _Pragma("GCC unroll 16")
 
+/* f(..., C) with C the constant equal to a run-time value: each C gets its own
+ * specialised copy of f, with no branch on it inside the loops. */
+#define BY_DTYPE(dtype, f, ...)                                                   \
+    switch (dtype) {                                                              \
+    case DWCONV_BF16: f(__VA_ARGS__, DWCONV_BF16); break;                         \
+    case DWCONV_F16: f(__VA_ARGS__, DWCONV_F16); break;                           \
+    default: f(__VA_ARGS__, DWCONV_F32); break;                                   \
+    }
+#define BY_ACTIVATION(act, f, ...)                                                \
+    switch (act) {                                                                \
+    case DWCONV_ACT_RELU: f(__VA_ARGS__, DWCONV_ACT_RELU); break;                 \
+    case DWCONV_ACT_SILU: f(__VA_ARGS__, DWCONV_ACT_SILU); break;                 \
+    default: f(__VA_ARGS__, DWCONV_ACT_NONE); break;                              \
+    }
+#define BY_FLAG(flag, f, ...)                                                     \
+    do {                                                                          \
+        if (flag) f(__VA_ARGS__, 1);                                              \
+        else f(__VA_ARGS__, 0);                                                   \
+    } while (0)
+
 /* ---- activations: dwconv_numerics.h lane by lane ---- */
 
 static inline vf v_neg(vf x) { return vi_as_vf(vi_xor(vf_as_vi(x), vi_set1(INT32_MIN))); }
@@ -178,8 +198,8 @@ ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, void *out, 
 /* n outputs (a multiple of VL) by blocks of VEC_BLOCK vectors, then one by one. The
  * constant arguments select one specialised copy; window implies F32 and stride 1. */
 ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, void *out, const int window,
-                           const int act, const int stream, const dwconv_dtype dt,
-                           const int stride) {
+                           const dwconv_dtype dt, const int stride, const int act,
+                           const int stream) {
     int64_t j = 0;
     for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) {
         if (window) window_block(t, j, out, VEC_BLOCK, act, stream);
@@ -192,45 +212,36 @@ ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, void *out, const
     if (stream) vec_fence(); /* the streamed stores are visible before the caller goes on */
 }
 
-ALWAYS_INLINE void stretch_stores(const dwconv_cpu_taps *t, int64_t n, void *out,
-                                  const int window, const int act, const dwconv_dtype dt,
-                                  const int stride) {
-    if (t->stream) stretch(t, n, out, window, act, 1, dt, stride);
-    else stretch(t, n, out, window, act, 0, dt, stride);
+ALWAYS_INLINE void stretch_act(const dwconv_cpu_taps *t, int64_t n, void *out, const int window,
+                               const dwconv_dtype dt, const int stride, const int act) {
+    BY_FLAG(t->stream, stretch, t, n, out, window, dt, stride, act);
 }
 
-ALWAYS_INLINE void stretch_any_act(const dwconv_cpu_taps *t, int64_t n, void *out,
-                                   const int window, const dwconv_dtype dt, const int stride) {
-    switch (t->activation) {
-    case DWCONV_ACT_RELU: stretch_stores(t, n, out, window, DWCONV_ACT_RELU, dt, stride); break;
-    case DWCONV_ACT_SILU: stretch_stores(t, n, out, window, DWCONV_ACT_SILU, dt, stride); break;
-    default: stretch_stores(t, n, out, window, DWCONV_ACT_NONE, dt, stride); break;
-    }
+ALWAYS_INLINE void stretch_stride(const dwconv_cpu_taps *t, int64_t n, void *out,
+                                  const int window, const dwconv_dtype dt, const int stride) {
+    BY_ACTIVATION(t->activation, stretch_act, t, n, out, window, dt, stride);
 }
 
-ALWAYS_INLINE void conv_typed(const dwconv_cpu_taps *t, int64_t n, void *out, const dwconv_dtype dt) {
-    if (t->stride == 2) stretch_any_act(t, n, out, 0, dt, 2);
-    else stretch_any_act(t, n, out, 0, dt, 1);
+ALWAYS_INLINE void stretch_dtype(const dwconv_cpu_taps *t, int64_t n, void *out,
+                                 const int window, const dwconv_dtype dt) {
+    if (t->stride == 2) stretch_stride(t, n, out, window, dt, 2);
+    else stretch_stride(t, n, out, window, dt, 1);
 }
 
 static void k_conv(const dwconv_cpu_taps *t, int64_t n, void *out) {
-    switch (t->dtype) {
-    case DWCONV_BF16: conv_typed(t, n, out, DWCONV_BF16); break;
-    case DWCONV_F16: conv_typed(t, n, out, DWCONV_F16); break;
-    default: conv_typed(t, n, out, DWCONV_F32); break;
-    }
+    BY_DTYPE(t->dtype, stretch_dtype, t, n, out, 0);
 }
 
 static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, void *out) {
-    stretch_any_act(t, n, out, 1, DWCONV_F32, 1);
+    stretch_stride(t, n, out, 1, DWCONV_F32, 1);
 }
 
 /* ---- staging and rounding ---- */
 
 /* Strides above 2 are read element by element: measured on Zen 5, gather instructions
  * (with software prefetch) were no faster for f32 and slower for f16/bf16. */
-ALWAYS_INLINE void gather_typed(const dwconv_dtype dt, const void *src, int64_t stride,
-                                int64_t n, float *dst) {
+ALWAYS_INLINE void gather_typed(const void *src, int64_t stride, int64_t n, float *dst,
+                                const dwconv_dtype dt) {
     int64_t j = 0;
     if (stride == 1) {
         for (; j + VL <= n; j += VL) vf_storeu(dst + j, v_load(dt, src, j));
@@ -242,14 +253,10 @@ ALWAYS_INLINE void gather_typed(const dwconv_dtype dt, const void *src, int64_t 
 }
 
 static void k_gather(dwconv_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst) {
-    switch (dtype) {
-    case DWCONV_BF16: gather_typed(DWCONV_BF16, src, stride, n, dst); break;
-    case DWCONV_F16: gather_typed(DWCONV_F16, src, stride, n, dst); break;
-    default: gather_typed(DWCONV_F32, src, stride, n, dst); break;
-    }
+    BY_DTYPE(dtype, gather_typed, src, stride, n, dst);
 }
 
-ALWAYS_INLINE void narrow_typed(const dwconv_dtype dt, const float *src, int64_t n, void *dst,
+ALWAYS_INLINE void narrow_typed(const float *src, int64_t n, void *dst, const dwconv_dtype dt,
                                 const int stream) {
     int64_t j = 0;
     for (; j + VL <= n; j += VL) v_store(dt, dst, j, vf_loadu(src + j), stream);
@@ -257,18 +264,13 @@ ALWAYS_INLINE void narrow_typed(const dwconv_dtype dt, const float *src, int64_t
     if (stream) vec_fence();
 }
 
-ALWAYS_INLINE void narrow_stores(const dwconv_dtype dt, const float *src, int64_t n, void *dst,
-                                 int stream) {
-    if (stream) narrow_typed(dt, src, n, dst, 1);
-    else narrow_typed(dt, src, n, dst, 0);
+ALWAYS_INLINE void narrow_dtype(const float *src, int64_t n, void *dst, int stream,
+                                const dwconv_dtype dt) {
+    BY_FLAG(stream, narrow_typed, src, n, dst, dt);
 }
 
 static void k_narrow(dwconv_dtype dtype, const float *src, int64_t n, void *dst, int stream) {
-    switch (dtype) {
-    case DWCONV_BF16: narrow_stores(DWCONV_BF16, src, n, dst, stream); break;
-    case DWCONV_F16: narrow_stores(DWCONV_F16, src, n, dst, stream); break;
-    default: narrow_stores(DWCONV_F32, src, n, dst, stream); break;
-    }
+    BY_DTYPE(dtype, narrow_dtype, src, n, dst, stream);
 }
 
 /* ---- NLC: vectors across channels ---- */
@@ -293,7 +295,7 @@ ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *ro
 }
 
 ALWAYS_INLINE void nlc_typed(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
-                             void *y, const dwconv_dtype dt, const int act, const int stream) {
+                             void *y, const int act, const dwconv_dtype dt, const int stream) {
     const int64_t C = job->channels;
     for (int64_t p = 0; p < positions; p++) {
         int64_t c0 = 0;
@@ -303,27 +305,18 @@ ALWAYS_INLINE void nlc_typed(const dwconv_cpu_nlc *job, const void *const *row, 
     if (stream) vec_fence();
 }
 
-ALWAYS_INLINE void nlc_stores(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
-                              void *y, const dwconv_dtype dt, const int act) {
-    if (job->stream) nlc_typed(job, row, positions, y, dt, act, 1);
-    else nlc_typed(job, row, positions, y, dt, act, 0);
+ALWAYS_INLINE void nlc_dtype(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
+                             void *y, const int act, const dwconv_dtype dt) {
+    BY_FLAG(job->stream, nlc_typed, job, row, positions, y, act, dt);
 }
 
 ALWAYS_INLINE void nlc_act(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,
                            void *y, const int act) {
-    switch (job->dtype) {
-    case DWCONV_BF16: nlc_stores(job, row, positions, y, DWCONV_BF16, act); break;
-    case DWCONV_F16: nlc_stores(job, row, positions, y, DWCONV_F16, act); break;
-    default: nlc_stores(job, row, positions, y, DWCONV_F32, act); break;
-    }
+    BY_DTYPE(job->dtype, nlc_dtype, job, row, positions, y, act);
 }
 
 static void k_nlc(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions, void *y) {
-    switch (job->activation) {
-    case DWCONV_ACT_RELU: nlc_act(job, row, positions, y, DWCONV_ACT_RELU); break;
-    case DWCONV_ACT_SILU: nlc_act(job, row, positions, y, DWCONV_ACT_SILU); break;
-    default: nlc_act(job, row, positions, y, DWCONV_ACT_NONE); break;
-    }
+    BY_ACTIVATION(job->activation, nlc_act, job, row, positions, y);
 }
 
 const dwconv_cpu_kernels KERNELS_TABLE = {

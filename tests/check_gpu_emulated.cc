@@ -90,7 +90,6 @@ int main(void) {
             /* every other case: tiny launch limits, so blocks walk rows and tiles */
             gpu_limits.enough_blocks = i % 2 ? 1 : 2048;
             gpu_limits.grid_yz = i % 4 == 1 ? 2 : 65535;
-            gpu_limits.grid_x = i % 4 == 1 ? 3 : GPU_GRID_X;
             for (int shift = 0; shift < 2; shift++, runs++)
                 if (run_case(&c, kernel, shift, why, sizeof why) != 0) {
                     fprintf(stderr, "FAIL %s\n", why);

@@ -35,7 +35,7 @@ for step in $steps; do
       echo "exit $?"; tail -n 6 "$OUT/$tool.txt"
     done ;;
   ncu)
-    for c in ${NCU_CASES:-ref_bf16 causal4_bf16 ref_f32_nlc dilation4_k3 k31_pad15}; do
+    for c in ${NCU_CASES:-ref_bf16 causal4_bf16_nlc dilation4_k3 k31_pad15}; do
       log "ncu $c"
       timeout 60 ncu --clock-control none -k regex:dwconv --launch-skip 3 --launch-count 1 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \

@@ -41,8 +41,7 @@ static const char *const gpu_kernel_names[GPU_KERNEL_COUNT] = {"auto",    "gener
 static struct {
     int64_t grid_yz;       /* grid y and z: 65535 everywhere; kernels stride over more */
     int64_t enough_blocks; /* blocks that fill the GPU before blocks walk several tiles */
-    int64_t grid_x;        /* grid x of the item-stream kernels; they stride over more */
-} gpu_limits = {65535, 2048, GPU_GRID_X};
+} gpu_limits = {65535, 2048};
 
 typedef struct gpu_launch {
     int kernel; /* enum gpu_kernel_id */
@@ -66,15 +65,6 @@ static void gpu_set_grid(gpu_conv_args *a, gpu_launch *l, int64_t most, int64_t 
     l->grid[0] = gpu_div_up(a->tiles_per_row, a->tiles_per_block);
     l->grid[1] = gpu_clamp(y, 1, gpu_limits.grid_yz);
     l->grid[2] = gpu_clamp(z, 1, gpu_limits.grid_yz);
-}
-
-/* x: runs of tiles_per_block of the rows' tiles taken as one stream (gpu_items.cuh),
- * at most `most`, fewer while that leaves the GPU short of blocks. */
-static void gpu_set_grid_items(gpu_conv_args *a, gpu_launch *l, int64_t most) {
-    const int64_t total = a->batch * a->channels * a->tiles_per_row;
-    a->tiles_per_block = gpu_clamp(total / gpu_limits.enough_blocks, 1, most);
-    l->grid[0] = gpu_clamp(gpu_div_up(total, a->tiles_per_block), 1, gpu_limits.grid_x);
-    l->grid[1] = l->grid[2] = 1;
 }
 
 /* Output tiles of a row whose tiles start on y's vector boundaries: up to V - 1
@@ -105,7 +95,7 @@ static int gpu_try_vector(gpu_conv_args *a, gpu_launch *l) {
     l->threads = GPU_VECTOR_THREADS;
     l->smem = (size_t)(tile + (reads - 1) * V) * gpu_dtype_size(a->dtype);
     a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, tile);
-    gpu_set_grid_items(a, l, 8);
+    gpu_set_grid(a, l, 8, a->channels, a->batch);
     return 1;
 }
 
@@ -121,7 +111,7 @@ static int gpu_try_tile(gpu_conv_args *a, gpu_launch *l) {
         l->smem = (size_t)smem;
         a->window = window;
         a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)threads * GPU_TILE_OUTPUTS);
-        gpu_set_grid_items(a, l, 8);
+        gpu_set_grid(a, l, 8, a->channels, a->batch);
         return 1;
     }
     return 0;

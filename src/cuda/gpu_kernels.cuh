@@ -7,6 +7,10 @@
  * Every kernel follows the numerical contract (src/common/dwconv_numerics.h): acc
  * starts at the bias, one fmaf per tap in k order, activation, then rounding.
  *
+ * The same text also compiles as plain C++ for tests/gpu_emulate.h, which runs the
+ * kernels on the CPU in `make check`: keep compiler-specific code (intrinsics, inline
+ * PTX) in gpu_portable.cuh, behind a plain fallback.
+ *
  *   gpu_kernel_generic.cuh      one thread per output, anything (the fallback)
  *   gpu_kernel_ncl_vector.cuh   NCL stride 1, dilation 1, K <= 8: 16-byte vectors
  *   gpu_kernel_ncl_tile.cuh     NCL any stride/dilation/K: shared-memory tiles

@@ -532,6 +532,29 @@ START_TEST(out_of_memory_leaves_y) {
 }
 END_TEST
 
+/* Scratch of exabytes, or of sizes that overflow 64 bits (they saturate): OUT_OF_MEMORY,
+ * never a short block. */
+START_TEST(scratch_size_overflow) {
+    for (int layout = 0; layout < 2; layout++) {
+        dwconv_desc d = shape(1, 1, 1, 2);
+        d.dilation = (int64_t)1 << 59; /* one phase reaching 2^59 inputs, on each thread */
+        d.pad_left = d.pad_right = (int64_t)1 << 59;
+        d.layout = (dwconv_layout)layout;
+        if (layout == DWCONV_LAYOUT_NLC) { /* 2^58 taps: 2^64 bytes of row pointers */
+            d.channels = 2, d.dilation = 1, d.kernel_size = (int64_t)1 << 58;
+            d.pad_left = d.pad_right = (int64_t)1 << 57;
+        }
+        dwconv_plan plan;
+        ck_assert_int_eq(dwconv_plan_make(&d, &plan, "test"), DWCONV_SUCCESS);
+        float x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, y[16];
+        test_poison(y, sizeof y);
+        /* nothing may be read or written: the buffers are far too small on purpose */
+        ck_assert_int_eq(dwconv_cpu_fast(&plan, x, w, NULL, y, 2), DWCONV_ERROR_OUT_OF_MEMORY);
+        ck_assert(test_untouched(y, sizeof y));
+    }
+}
+END_TEST
+
 static Suite *cpu_fast_suite(void) {
     Suite *s = suite_create("cpu_fast");
     TCase *random = tcase_create("random");
@@ -564,6 +587,7 @@ static Suite *cpu_fast_suite(void) {
     tcase_add_test(choice, flavour_lookup);
     tcase_add_loop_test(choice, environment_override, 0, 2);
     tcase_add_test(choice, out_of_memory_leaves_y);
+    tcase_add_test(choice, scratch_size_overflow);
     suite_add_tcase(s, choice);
     return s;
 }

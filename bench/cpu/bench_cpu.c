@@ -202,11 +202,11 @@ static void print_header(const options *o, int argc, char **argv) {
     dwconv_device_name(DWCONV_BACKEND_CPU, 0, device, sizeof device);
     printf("%s; threads %d unless said; %d timed pairs after %d warm-up\n", device, o->threads,
            o->repeat, o->warmup);
-    printf("load average at start: %s\n\n", bench_load_average());
+    printf("load average at start: %s (the last column: after each row)\n\n", bench_load_average());
     printf("| problem | dwconv ms | GB/s | of copy (target) | GFLOP/s | oneDNN plain ms | "
            "oneDNN blocked ms | blocked + reorders ms | vs plain | vs blocked (target) | "
-           "oracle |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "oracle | load |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 static void print_row(const bench_case *c, const result *r, int threads) {
@@ -239,7 +239,7 @@ static void print_row(const bench_case *c, const result *r, int threads) {
     }
     printf(" | %s", r->bitwise < 0 ? "not checked" : r->bitwise ? "bitwise equal" : "DIFFERENT");
     if (r->plain.pairs) printf("; oneDNN within %.1e", r->onednn_error);
-    printf(" |\n");
+    printf(" | %s |\n", bench_load_average());
     fflush(stdout);
 }
 

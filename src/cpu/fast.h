@@ -4,6 +4,7 @@
 #ifndef DWCONV_CPU_FAST_H
 #define DWCONV_CPU_FAST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels.h"
@@ -13,6 +14,30 @@ int dwconv_cpu_thread_index(void);
 
 static inline int64_t dwconv_round_up(int64_t value, int64_t multiple) {
     return (value + multiple - 1) / multiple * multiple;
+}
+
+/* Scratch sizes saturate at DWCONV_TOO_BIG, which no allocation satisfies: a size
+ * that overflows becomes DWCONV_ERROR_OUT_OF_MEMORY (y untouched), never a short block. */
+#define DWCONV_TOO_BIG ((size_t)PTRDIFF_MAX / 64 * 64)
+
+/* count * times elements of size bytes, rounded up to a multiple of 64 bytes */
+static inline size_t dwconv_scratch_bytes(int64_t count, int64_t times, size_t size) {
+    size_t elements, bytes;
+    if (count < 0 || times < 0 ||
+        __builtin_mul_overflow((size_t)count, (size_t)times, &elements) ||
+        __builtin_mul_overflow(elements, size, &bytes) || bytes > DWCONV_TOO_BIG)
+        return DWCONV_TOO_BIG;
+    return (bytes + 63) / 64 * 64;
+}
+
+static inline size_t dwconv_size_add(size_t a, size_t b) {
+    return a > DWCONV_TOO_BIG - b ? DWCONV_TOO_BIG : a + b;
+}
+
+static inline size_t dwconv_size_mul(size_t a, size_t b) {
+    size_t product;
+    return __builtin_mul_overflow(a, b, &product) || product > DWCONV_TOO_BIG ? DWCONV_TOO_BIG
+                                                                             : product;
 }
 
 /* Whether an output of this many bytes should be stored around the caches

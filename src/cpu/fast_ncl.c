@@ -60,8 +60,6 @@ static int64_t gcd(int64_t a, int64_t b) {
 /* ceil(a / b) for b > 0 and any sign of a */
 static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
-static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 /* The geometry of one call: phases, tile, direct stretch, work split. */
 static void plan_job(ncl_job *j, int nt) {
     const dwconv_desc *d = &j->plan->desc;
@@ -150,13 +148,14 @@ typedef struct ncl_scratch {
 } ncl_scratch;
 
 static size_t scratch_bytes(const ncl_job *j) {
-    return 2 * align64(sizeof(float *) * (size_t)j->K) +
-           align64(sizeof(float) * (size_t)(j->stage_floats + j->tile));
+    size_t taps = dwconv_scratch_bytes(j->K, 1, sizeof(float *));
+    return dwconv_size_add(dwconv_size_add(taps, taps),
+                           dwconv_scratch_bytes(j->stage_floats + j->tile, 1, sizeof(float)));
 }
 
 static ncl_scratch thread_scratch(const ncl_job *j, int thread) {
     char *base = j->scratch + scratch_bytes(j) * (size_t)thread;
-    size_t taps = align64(sizeof(float *) * (size_t)j->K);
+    size_t taps = dwconv_scratch_bytes(j->K, 1, sizeof(float *));
     ncl_scratch s = {(const void **)base, (const void **)(base + taps),
                      (float *)(base + 2 * taps), NULL};
     s.out = s.stage + j->stage_floats;
@@ -247,14 +246,15 @@ dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwcon
         .L = d->length, .L_out = plan->output_length, .elem = dwconv_dtype_size(d->dtype),
     };
     const int64_t period = j.s / gcd(j.s, j.d), phases = j.K < period ? j.K : period;
-    j.phase = malloc(sizeof(ncl_phase) * (size_t)phases);
+    j.phase = malloc(dwconv_scratch_bytes(phases, 1, sizeof(ncl_phase)));
     if (!j.phase) return DWCONV_ERROR_OUT_OF_MEMORY;
     plan_job(&j, nt);
 
     /* f32 weights are used where they are; f16 and bf16 ones are widened once */
     const int widen = d->weight_dtype != DWCONV_F32;
-    size_t weights_bytes = widen ? align64(sizeof(float) * (size_t)(d->channels * j.K)) : 0;
-    char *block = aligned_alloc(64, weights_bytes + scratch_bytes(&j) * (size_t)nt);
+    size_t weights_bytes = widen ? dwconv_scratch_bytes(d->channels, j.K, sizeof(float)) : 0;
+    char *block = aligned_alloc(64, dwconv_size_add(weights_bytes,
+                                                    dwconv_size_mul(scratch_bytes(&j), (size_t)nt)));
     if (!block) {
         free(j.phase);
         return DWCONV_ERROR_OUT_OF_MEMORY;

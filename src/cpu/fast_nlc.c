@@ -19,7 +19,8 @@
 
 enum {
     BLOCK = 120,           /* output positions per work item: a multiple of most G */
-    PREFETCH_POSITIONS = 2 /* how far ahead the kernel prefetches input rows */
+    PREFETCH_POSITIONS = 2, /* how far ahead the kernel prefetches input rows */
+    MAX_PREFETCH_STRIDE = 64 /* beyond it rows are far apart: no prefetch (0 bytes ahead) */
 };
 
 typedef struct nlc_job {
@@ -80,8 +81,6 @@ static void position_block(const nlc_job *j, int64_t b, int64_t o0, int64_t n, c
     single_positions(j, b, from, o0 + n - from, row);
 }
 
-static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
                                   const void *x, const void *weight, const void *bias, void *y,
                                   int nt) {
@@ -97,10 +96,13 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
                                          d->dilation * (K - 1), L_out, j.interior_begin);
     /* weights [k][c] and bias (or zeros), each repeated G times; a zero row; then
      * BLOCK*K row pointers per thread */
-    size_t weights_bytes = align64(sizeof(float) * (size_t)(K * GC));
-    size_t bias_bytes = align64(sizeof(float) * (size_t)GC), zeros_bytes = align64(j.row_bytes);
-    size_t rows_bytes = align64(sizeof(void *) * (size_t)(BLOCK * K));
-    char *block = aligned_alloc(64, weights_bytes + bias_bytes + zeros_bytes + rows_bytes * (size_t)nt);
+    size_t weights_bytes = dwconv_scratch_bytes(K, GC, sizeof(float));
+    size_t bias_bytes = dwconv_scratch_bytes(GC, 1, sizeof(float));
+    size_t zeros_bytes = dwconv_scratch_bytes(C, 1, dwconv_dtype_size(d->dtype));
+    size_t rows_bytes = dwconv_scratch_bytes(BLOCK, K, sizeof(void *));
+    char *block = aligned_alloc(
+        64, dwconv_size_add(dwconv_size_add(weights_bytes, bias_bytes),
+                            dwconv_size_add(zeros_bytes, dwconv_size_mul(rows_bytes, (size_t)nt))));
     if (!block) return DWCONV_ERROR_OUT_OF_MEMORY;
     float *weight_kc = (float *)block, *bias_f32 = (float *)(block + weights_bytes);
     char *zeros = block + weights_bytes + bias_bytes, *rows = zeros + zeros_bytes;
@@ -112,7 +114,8 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
         .activation = d->activation,
         .stream = dwconv_cpu_streams(plan->y_bytes) && j.row_bytes % 64 == 0 &&
                   (uintptr_t)y % 64 == 0,
-        .prefetch_ahead = (int64_t)j.row_bytes * d->stride * PREFETCH_POSITIONS,
+        .prefetch_ahead = d->stride <= MAX_PREFETCH_STRIDE
+                              ? (int64_t)j.row_bytes * d->stride * PREFETCH_POSITIONS : 0,
     };
     j.grouped = j.single; /* the same numbers, G positions to a row */
     j.grouped.channels = GC;

@@ -290,8 +290,8 @@ ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *ro
     v_store_n(dt, y, p * C + c0, v_activate(acc, act), count, stream);
     /* the newest row, some positions ahead: read a vector at a time, rows one after
      * another, it is a stream the hardware prefetcher keeps losing */
-    __builtin_prefetch((const char *)taps[K - 1] + job->prefetch_ahead +
-                       c0 * (dt == DWCONV_F32 ? 4 : 2));
+    __builtin_prefetch((const void *)((uintptr_t)taps[K - 1] + (uintptr_t)job->prefetch_ahead +
+                                      (uintptr_t)c0 * (dt == DWCONV_F32 ? 4 : 2)));
 }
 
 ALWAYS_INLINE void nlc_typed(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions,

@@ -26,10 +26,13 @@ typedef struct gpu_state {
     int forced_kernel; /* enum gpu_kernel_id, from DWCONV_GPU_KERNEL */
 } gpu_state;
 
-/* A failed runtime call: the message names the call and the runtime's words. */
+/* A failed runtime call: the message names the call and the runtime's words. The
+ * source spells calls cudaX; a HIP build calls hipX (hip_compat.h maps the names one
+ * to one), so the message says what the user's runtime actually ran. */
 static dwconv_status gpu_fail(cudaError_t err, const char *what, char *msg) {
-    snprintf(msg, DWCONV_MSG_SIZE, "%s: %s: %s", what, cudaGetErrorName(err),
-             cudaGetErrorString(err));
+    const char *rest = strncmp(what, "cuda", 4) == 0 ? what + 4 : NULL;
+    snprintf(msg, DWCONV_MSG_SIZE, "%s%s: %s: %s", rest ? DWCONV_GPU_NAME : "", rest ? rest : what,
+             cudaGetErrorName(err), cudaGetErrorString(err));
     return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
 }
 
@@ -141,7 +144,7 @@ static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *
     if (err != cudaSuccess) {
         *ptr = NULL;
         (void)cudaGetLastError(); /* not sticky: clear it so later calls do not see it */
-        snprintf(msg, DWCONV_MSG_SIZE, "cudaMalloc of %zu bytes: %s", bytes,
+        snprintf(msg, DWCONV_MSG_SIZE, DWCONV_GPU_NAME "Malloc of %zu bytes: %s", bytes,
                  cudaGetErrorString(err));
         return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
     }

@@ -222,6 +222,23 @@ START_TEST(no_device) {
 }
 END_TEST
 
+/* DWCONV_BACKEND names a backend that cannot run: AUTO fails with the reason instead of
+ * quietly running somewhere else (an explicit request is never overridden). */
+START_TEST(environment_names_unusable_backend) {
+    if (!install("fake_nodevice_cuda", "cuda")) return;
+    ck_assert(setenv("DWCONV_BACKEND", "cuda", 1) == 0);
+    dwconv_context *ctx = NULL;
+    ck_assert(dwconv_context_create(&ctx, DWCONV_BACKEND_AUTO, 0) ==
+              DWCONV_ERROR_BACKEND_UNAVAILABLE);
+    ck_assert(ctx == NULL);
+    ck_assert_msg(strstr(dwconv_last_error(), "cuda") && strstr(dwconv_last_error(), "no device"),
+                  "message: %s", dwconv_last_error());
+    ck_assert(setenv("DWCONV_BACKEND", "auto", 1) == 0);
+    ck_assert_int_eq(auto_backend(), DWCONV_BACKEND_CPU);
+    unsetenv("DWCONV_BACKEND");
+}
+END_TEST
+
 /* DWCONV_MODULE_PATH is a list: empty entries and directories without the module are
  * passed over. */
 START_TEST(search_path_list) {
@@ -335,6 +352,7 @@ int main(void) {
     tc = core_tcase(s, "no_device", 0, setup, teardown);
     tcase_add_test(tc, no_device);
     tcase_add_test(tc, search_path_list);
+    tcase_add_test(tc, environment_names_unusable_backend);
 
     tc = core_tcase(s, "device", 0, setup, teardown);
     tcase_add_test(tc, device_cuda);

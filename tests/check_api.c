@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core_check.h"
 #include "dwconv.h"
@@ -272,6 +273,36 @@ START_TEST(copies) {
 }
 END_TEST
 
+/* A copy larger than the last-level cache takes the streaming path (non-temporal
+ * stores): still every byte, from any alignment, to any alignment. */
+START_TEST(large_copy) {
+    long llc = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (llc <= 0) llc = 32l << 20; /* what the library assumes when it cannot ask */
+    if (llc > (1l << 30)) {
+        printf("large_copy: skipped: a %ld-byte cache makes the copy too large for a test\n", llc);
+        return;
+    }
+    const size_t n = (size_t)llc + ((size_t)1 << 20) + 77;
+    unsigned char *src = NULL, *dst = NULL;
+    ck_assert(dwconv_malloc(ctx, (void **)&src, n + 16) == DWCONV_SUCCESS);
+    ck_assert(dwconv_malloc(ctx, (void **)&dst, n + 16) == DWCONV_SUCCESS);
+    for (size_t i = 0; i < n + 16; i++) src[i] = (unsigned char)(i * 131 + (i >> 13));
+    const size_t offsets[][2] = {{0, 0}, {3, 0}, {0, 5}, {7, 9}}; /* src, dst */
+    for (size_t t = 0; t < sizeof offsets / sizeof offsets[0]; t++) {
+        size_t so = offsets[t][0], d = offsets[t][1], len = n - 16;
+        test_poison(dst, n + 16);
+        ck_assert(dwconv_copy_on_backend(ctx, dst + d, src + so, len) == DWCONV_SUCCESS);
+        ck_assert_msg(memcmp(dst + d, src + so, len) == 0, "offsets %zu/%zu: byte %lld differs", so,
+                      d, (long long)test_first_difference(dst + d, src + so, 1, (int64_t)len));
+        ck_assert(test_untouched(dst, d) && test_untouched(dst + d + len, n + 16 - d - len));
+    }
+    dwconv_free(ctx, src), dwconv_free(ctx, dst);
+}
+END_TEST
+
 START_TEST(timer) {
     double ms = -1;
     ck_assert(dwconv_timer_start(ctx) == DWCONV_SUCCESS);
@@ -344,6 +375,7 @@ int main(void) {
     tcase_add_test(tc, context_settings);
     tcase_add_test(tc, memory);
     tcase_add_test(tc, copies);
+    tcase_add_test(tc, large_copy);
     tcase_add_test(tc, timer);
     tcase_add_test(tc, forward_on_context_memory);
     return core_run(s, 0);

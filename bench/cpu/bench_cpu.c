@@ -50,7 +50,8 @@ enum { CASES = sizeof cases / sizeof cases[0] };
 
 typedef struct options {
     int threads, repeat, warmup, check, onednn;
-    const char *only; /* run the cases whose name contains this */
+    const char *only;  /* run the cases whose name contains this */
+    double wait_quiet; /* > 0: before each case, wait until the load average is below it */
 } options;
 
 typedef struct result {
@@ -63,7 +64,9 @@ typedef struct result {
 static int usage(const char *argv0) {
     fprintf(stderr,
             "usage: %s [--threads N (2)] [--repeat N (30)] [--warmup N (3)] [--case TEXT]\n"
-            "          [--no-check] [--no-onednn]\n", argv0);
+            "          [--no-check] [--no-onednn] [--wait-quiet LOAD]\n"
+            "--wait-quiet: on a shared machine, start each case only once the 1-minute load\n"
+            "average is below LOAD (waiting 30 minutes at most)\n", argv0);
     return 2;
 }
 
@@ -77,6 +80,7 @@ static int parse(int argc, char **argv, options *o) {
         else if (v && !strcmp(a, "--repeat")) o->repeat = atoi(v), i++;
         else if (v && !strcmp(a, "--warmup")) o->warmup = atoi(v), i++;
         else if (v && !strcmp(a, "--case")) o->only = v, i++;
+        else if (v && !strcmp(a, "--wait-quiet")) o->wait_quiet = atof(v), i++;
         else return usage(argv[0]);
     }
     return o->threads < 1 || o->repeat < 1 || o->warmup < 0 ? usage(argv[0]) : 0;
@@ -243,6 +247,16 @@ static void print_row(const bench_case *c, const result *r, int threads) {
     fflush(stdout);
 }
 
+/* Others' builds share this machine's cores: wait for a quiet minute, if asked. */
+static void wait_quiet(const options *o) {
+    for (int waited = 0; o->wait_quiet > 0 && waited < 1800; waited += 10) {
+        double load = atof(bench_load_average());
+        if (load < o->wait_quiet) return;
+        struct timespec ten = {10, 0};
+        nanosleep(&ten, NULL);
+    }
+}
+
 int main(int argc, char **argv) {
     options o;
     if (parse(argc, argv, &o)) return 2;
@@ -256,6 +270,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < CASES; i++) {
         if (o.only && !strstr(cases[i].name, o.only)) continue;
         result r;
+        wait_quiet(&o);
         if (run_case(&o, &cases[i], ctx, &r)) {
             fprintf(stderr, "bench_cpu: %s: %s\n", cases[i].name, dwconv_last_error());
             failed = 1;

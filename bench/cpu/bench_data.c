@@ -130,3 +130,11 @@ const char *bench_load_average(void) {
     if (f) fclose(f);
     return text;
 }
+
+double bench_cpu_pressure(void) {
+    FILE *f = fopen("/proc/pressure/cpu", "r");
+    double some = -1;
+    if (f && fscanf(f, "some avg10=%lf", &some) != 1) some = -1;
+    if (f) fclose(f);
+    return some;
+}

@@ -35,4 +35,9 @@ double bench_data_error(const bench_data *b, const dwconv_desc *desc);
 void bench_cpu_model(char *model, size_t size);
 const char *bench_load_average(void);
 
+/* The share of the last 10 s in which some task waited for a core (Linux PSI,
+ * /proc/pressure/cpu "some avg10", in %), or -1 where the kernel does not say. With
+ * the bench's own threads alone on the cores it stays near 0. */
+double bench_cpu_pressure(void);
+
 #endif

@@ -21,8 +21,10 @@ typedef struct gpu_conv_args {
     int64_t tiles_per_block; /* consecutive tiles one block walks */
     int64_t window;        /* raw x elements a tile stages (tile kernel) */
     int64_t phases;        /* lattice: dilation / stride */
-    int channel_threads;   /* NLC: threads across channel vectors in a block */
+    int64_t steps;         /* slide: steps of GPU_SLIDE_STEP positions per thread */
+    int channel_threads;   /* NLC, slide: threads across channel vectors in a block */
     int vector_x, vector_y;/* NLC: rows of x / y start on 16-byte boundaries */
+    int vector_w;          /* slide: weight and bias (if any) start on 16-byte boundaries */
 } gpu_conv_args;
 
 typedef void (*gpu_kernel_fn)(gpu_conv_args);

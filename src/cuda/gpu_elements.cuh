@@ -55,22 +55,29 @@ static __device__ __forceinline__ void gpu_vec_widen(const uint4 &v, float *out)
         out[i] = gpu_elem<DT>::widen(gpu_vec_get<DT>(v, i));
 }
 
-/* A 16-byte vector of values rounded to DT. */
+/* A 16-byte vector of raw elements (element 0 in the low half of .x). */
 template <int DT>
-static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
+static __device__ __forceinline__ uint4 gpu_vec_pack(const typename gpu_elem<DT>::raw *e) {
     uint32_t w[4];
     if (sizeof(typename gpu_elem<DT>::raw) == 4) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) w[i] = (uint32_t)gpu_elem<DT>::narrow(in[i]);
+        for (int i = 0; i < 4; i++) w[i] = (uint32_t)e[i];
     } else {
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-            w[i] = (uint32_t)gpu_elem<DT>::narrow(in[2 * i]) |
-                   ((uint32_t)gpu_elem<DT>::narrow(in[2 * i + 1]) << 16);
+        for (int i = 0; i < 4; i++) w[i] = (uint32_t)e[2 * i] | ((uint32_t)e[2 * i + 1] << 16);
     }
     uint4 v;
     v.x = w[0], v.y = w[1], v.z = w[2], v.w = w[3];
     return v;
+}
+
+/* A 16-byte vector of values rounded to DT. */
+template <int DT>
+static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
+    typename gpu_elem<DT>::raw e[gpu_vec_width<DT>::value];
+#pragma unroll
+    for (int i = 0; i < gpu_vec_width<DT>::value; i++) e[i] = gpu_elem<DT>::narrow(in[i]);
+    return gpu_vec_pack<DT>(e);
 }
 
 /* The activation of n values: one branch for all of them, not one per value. */

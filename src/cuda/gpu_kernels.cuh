@@ -13,9 +13,11 @@
  *
  *   gpu_kernel_generic.cuh      one thread per output, anything (the fallback)
  *   gpu_kernel_ncl_vector.cuh   NCL stride 1, dilation 1, K <= 8: 16-byte vectors
+ *   gpu_kernel_ncl_lean.cuh     the same case in fewer instructions per output
  *   gpu_kernel_ncl_tile.cuh     NCL any stride/dilation/K: shared-memory tiles
  *   gpu_kernel_ncl_lattice.cuh  NCL K >= 9, dilation % stride == 0: FMA-bound blocking
  *   gpu_kernel_nlc.cuh          NLC anything: 16-byte vectors across channels
+ *   gpu_kernel_nlc_slide.cuh    NLC stride 1, dilation 1, K <= 8: a window in registers
  *   gpu_launch.cuh              which kernel, and its geometry
  *   gpu_dispatch.cuh            the template instance to launch
  */

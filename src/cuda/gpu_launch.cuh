@@ -13,9 +13,11 @@
 #include "dwconv_module.h"
 #include "gpu_kernel_generic.cuh"
 #include "gpu_kernel_ncl_lattice.cuh"
+#include "gpu_kernel_ncl_lean.cuh"
 #include "gpu_kernel_ncl_tile.cuh"
 #include "gpu_kernel_ncl_vector.cuh"
 #include "gpu_kernel_nlc.cuh"
+#include "gpu_kernel_nlc_slide.cuh"
 
 enum gpu_kernel_id {
     GPU_KERNEL_AUTO = 0,
@@ -24,12 +26,14 @@ enum gpu_kernel_id {
     GPU_KERNEL_NCL_TILE,
     GPU_KERNEL_NCL_LATTICE,
     GPU_KERNEL_NLC,
+    GPU_KERNEL_NCL_LEAN,
+    GPU_KERNEL_NLC_SLIDE,
     GPU_KERNEL_COUNT
 };
 
 /* Names for DWCONV_GPU_KERNEL, which forces a kernel where it applies (tests, bench). */
-static const char *const gpu_kernel_names[GPU_KERNEL_COUNT] = {"auto",    "generic", "vector",
-                                                               "tile",    "lattice", "nlc"};
+static const char *const gpu_kernel_names[GPU_KERNEL_COUNT] = {
+    "auto", "generic", "vector", "tile", "lattice", "nlc", "lean", "slide"};
 
 /* Shared memory a block may use without opting in on any GPU we build for. */
 #define GPU_SMEM_LIMIT (48 * 1024)
@@ -41,7 +45,9 @@ static const char *const gpu_kernel_names[GPU_KERNEL_COUNT] = {"auto",    "gener
 static struct {
     int64_t grid_yz;       /* grid y and z: 65535 everywhere; kernels stride over more */
     int64_t enough_blocks; /* blocks that fill the GPU before blocks walk several tiles */
-} gpu_limits = {65535, 2048};
+    int64_t grid_x;        /* grid x of the lean and slide kernels, which stride over more */
+    int64_t enough_threads; /* slide: runs grow longer until about this many threads */
+} gpu_limits = {65535, 2048, GPU_GRID_X, (int64_t)1 << 18};
 
 typedef struct gpu_launch {
     int kernel; /* enum gpu_kernel_id */
@@ -96,6 +102,23 @@ static int gpu_try_vector(gpu_conv_args *a, gpu_launch *l) {
     l->smem = (size_t)(tile + (reads - 1) * V) * gpu_dtype_size(a->dtype);
     a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, tile);
     gpu_set_grid(a, l, 8, a->channels, a->batch);
+    return 1;
+}
+
+static int gpu_try_lean(gpu_conv_args *a, gpu_launch *l) {
+    if (a->layout != DWCONV_LAYOUT_NCL || !gpu_lean_applies(a->kernel_size, a->stride, a->dilation))
+        return 0;
+    const int V = 16 / gpu_dtype_size(a->dtype);
+    const int64_t row_vectors = gpu_div_up(a->output_length + V - 1, V); /* misaligned rows too */
+    int threads = 64; /* short rows: smaller blocks, not idle threads */
+    while (threads < GPU_LEAN_MAX_THREADS && (int64_t)threads * GPU_LEAN_VPT < row_vectors) threads *= 2;
+    l->threads = threads;
+    l->smem = (size_t)gpu_lean_staged(threads, V, a->kernel_size, a->stride, a->dilation) * 16;
+    a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, (int64_t)threads * GPU_LEAN_VPT * V);
+    a->tiles_per_block = 1;
+    l->grid[0] = gpu_clamp(a->tiles_per_row, 1, gpu_limits.grid_x);
+    l->grid[1] = gpu_clamp(a->channels, 1, gpu_limits.grid_yz);
+    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
     return 1;
 }
 
@@ -154,6 +177,33 @@ static int gpu_try_nlc(gpu_conv_args *a, gpu_launch *l) {
     return 1;
 }
 
+static int gpu_try_slide(gpu_conv_args *a, gpu_launch *l) {
+    if (a->layout != DWCONV_LAYOUT_NLC || a->stride != 1 || a->dilation != 1 ||
+        a->kernel_size > GPU_SLIDE_MAX_K)
+        return 0;
+    const int V = 16 / gpu_dtype_size(a->dtype), P = GPU_SLIDE_STEP(V, a->kernel_size);
+    const int64_t vectors = gpu_div_up(a->channels, V);
+    int tc = 1; /* threads across channel vectors: a warp's loads stay whole lines */
+    while (tc < 32 && tc < vectors) tc *= 2;
+    const int64_t channel_blocks = gpu_div_up(vectors, tc), runs_per_tile = GPU_SLIDE_THREADS / tc;
+    /* longer runs (fewer re-read halo rows, weights loaded fewer times) while the GPU
+     * keeps enough threads */
+    const int64_t one_step = a->batch * channel_blocks * tc * gpu_div_up(a->output_length, P);
+    a->steps = gpu_clamp(one_step / gpu_limits.enough_threads, 1, 16);
+    a->channel_threads = tc;
+    a->tiles_per_row = gpu_div_up(a->output_length, runs_per_tile * a->steps * P);
+    a->tiles_per_block = 1;
+    a->vector_x = a->channels % V == 0 && (uintptr_t)a->x % 16 == 0;
+    a->vector_y = a->channels % V == 0 && (uintptr_t)a->y % 16 == 0;
+    a->vector_w = (uintptr_t)a->weight % 16 == 0 && (uintptr_t)a->bias % 16 == 0;
+    l->threads = GPU_SLIDE_THREADS;
+    l->smem = 0;
+    l->grid[0] = gpu_clamp(a->tiles_per_row, 1, gpu_limits.grid_x);
+    l->grid[1] = gpu_clamp(channel_blocks, 1, gpu_limits.grid_yz);
+    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+    return 1;
+}
+
 static int gpu_try_kernel(int kernel, gpu_conv_args *a, gpu_launch *l) {
     l->kernel = kernel;
     switch (kernel) {
@@ -162,6 +212,8 @@ static int gpu_try_kernel(int kernel, gpu_conv_args *a, gpu_launch *l) {
     case GPU_KERNEL_NCL_TILE: return gpu_try_tile(a, l);
     case GPU_KERNEL_NCL_LATTICE: return gpu_try_lattice(a, l);
     case GPU_KERNEL_NLC: return gpu_try_nlc(a, l);
+    case GPU_KERNEL_NCL_LEAN: return gpu_try_lean(a, l);
+    case GPU_KERNEL_NLC_SLIDE: return gpu_try_slide(a, l);
     default: return 0;
     }
 }
@@ -186,9 +238,17 @@ static gpu_conv_args gpu_args_make(const dwconv_plan *plan, const void *x, const
 static void gpu_plan_launch(int forced, gpu_conv_args *a, gpu_launch *l) {
     memset(l, 0, sizeof *l);
     if (forced != GPU_KERNEL_AUTO && gpu_try_kernel(forced, a, l)) return;
-    if (a->layout == DWCONV_LAYOUT_NLC) {
+    if (a->layout == DWCONV_LAYOUT_NLC) { /* slide: 1.25-1.3x nlc where it applies */
+        if (gpu_try_kernel(GPU_KERNEL_NLC_SLIDE, a, l)) return;
         if (gpu_try_kernel(GPU_KERNEL_NLC, a, l)) return;
     } else if (a->output_length >= 512) { /* rows fill a good part of a tile */
+        /* lean wherever it applies (bench/RESULTS-gpu.md: 2-8% faster than vector on
+         * the reference in every dtype, 1.4x tile on dilation 4), except f32 rows of one
+         * vector tile or less, where the vector kernel measured 3% faster (causal K4) */
+        if (a->dtype == DWCONV_F32 && a->output_length <= GPU_VECTOR_TILE(DWCONV_F32) &&
+            gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l))
+            return;
+        if (gpu_try_kernel(GPU_KERNEL_NCL_LEAN, a, l)) return;
         if (gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
         /* lattice only with one phase: with several, each phase's block gathers every
          * dilation-th element, and L2 moves several times the bytes of x */

@@ -61,7 +61,7 @@ static dwconv_status gpu_device_name(int device, char *name, size_t size, char *
     return DWCONV_SUCCESS;
 }
 
-/* DWCONV_GPU_KERNEL=auto|generic|vector|tile|lattice|nlc forces a kernel wherever it
+/* DWCONV_GPU_KERNEL=auto|generic|vector|tile|lattice|nlc|lean|slide forces a kernel wherever it
  * applies (tests run every kernel over the same descriptors; the bench compares). */
 static dwconv_status gpu_forced_kernel(int *kernel, char *msg) {
     const char *name = getenv("DWCONV_GPU_KERNEL");
@@ -73,7 +73,7 @@ static dwconv_status gpu_forced_kernel(int *kernel, char *msg) {
             return DWCONV_SUCCESS;
         }
     snprintf(msg, DWCONV_MSG_SIZE, "DWCONV_GPU_KERNEL='%s' is not one of auto, generic, vector, "
-             "tile, lattice, nlc", name);
+             "tile, lattice, nlc, lean, slide", name);
     return DWCONV_ERROR_INVALID_VALUE;
 }
 

@@ -1,0 +1,178 @@
+/*
+ * NCL, small K, a compile-time stride S and dilation D (S = D = 1 for K <= 8; a few
+ * strided or dilated K = 3 instances, gpu_lean_applies): the vector kernel's case in
+ * fewer instructions per output, which 2-byte dtypes need (an SM must produce twice
+ * as many of their outputs per clock as f32 ones, and the vector kernel's element-wise
+ * staging and window bookkeeping do not shrink with the element).
+ *
+ * A block computes one tile of GPU_LEAN_VPT * blockDim.x output vectors of one (b, c)
+ * row. Its threads load the tile's x vectors (16-byte aligned in x; S per output
+ * vector plus a halo of a few) straight from global memory, all in flight at once,
+ * and store each whole into shared memory: one store per vector, no element staging.
+ * After one barrier each thread reads its output vectors' windows back (16-byte
+ * shared loads) and takes the taps out of registers at compile-time offsets: the
+ * window's offset m inside its first vector is the same for a whole row, so one
+ * chain of uniform branches per output vector picks the instance for it. Weights live
+ * in registers; bias, activation and rounding end in one 16-byte store (tiles start
+ * on y's vector boundaries, as in the vector kernel). Only vectors that cross a row's
+ * ends load element by element, with the padding mode.
+ *
+ * Grid: x = tiles along the row, y = channels, z = batch (each strided).
+ */
+#ifndef DWCONV_GPU_KERNEL_NCL_LEAN_CUH
+#define DWCONV_GPU_KERNEL_NCL_LEAN_CUH
+
+#include "gpu_args.cuh"
+#include "gpu_elements.cuh"
+
+#define GPU_LEAN_MAX_THREADS 256
+#define GPU_LEAN_MAX_K 8
+#define GPU_LEAN_VPT 4 /* output vectors per thread */
+/* Blocks per SM the register budget aims at: 5 (48 registers) where that costs no
+ * spills (ptxas -v), else 4; stride 2 keeps twice the loads in flight: 3. */
+#define GPU_LEAN_MIN_BLOCKS(K, S, D) ((S) > 1 ? 3 : 4)
+
+/* The strided or dilated instances, besides stride 1, dilation 1, K <= 8. */
+static __host__ __device__ inline int gpu_lean_applies(int64_t K, int64_t S, int64_t D) {
+    if (S == 1 && D == 1) return K <= GPU_LEAN_MAX_K;
+    return K == 3 && ((S == 2 && D == 1) || (S == 1 && (D == 2 || D == 4)));
+}
+
+/* x vectors one output vector's window touches when it starts at element m. */
+static __host__ __device__ inline int gpu_lean_reads(int width, int m, int64_t K, int64_t S,
+                                                     int64_t D) {
+    return (int)((m + (width - 1) * S + (K - 1) * D) / width + 1);
+}
+
+/* x vectors a tile of `threads` threads stages: output vector j reads from x vector
+ * j * S on. */
+static __host__ __device__ inline int64_t gpu_lean_staged(int threads, int width, int64_t K,
+                                                          int64_t S, int64_t D) {
+    return ((int64_t)threads * GPU_LEAN_VPT - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
+}
+
+/* x vector at row positions [p, p + V): whole when inside the row, else element by
+ * element as the padding mode reads them. */
+template <int XT>
+static __device__ __forceinline__ uint4 gpu_lean_load(const typename gpu_elem<XT>::raw *xrow,
+                                                      int64_t L, int mode, int64_t p) {
+    if (p >= 0 && p + gpu_vec_width<XT>::value <= L) return gpu_load16(xrow + p);
+    typename gpu_elem<XT>::raw e[gpu_vec_width<XT>::value];
+#pragma unroll
+    for (int j = 0; j < gpu_vec_width<XT>::value; j++) e[j] = gpu_padded_raw<XT>(xrow, L, mode, p + j);
+    return gpu_vec_pack<XT>(e);
+}
+
+/* The window of output vector j for window offset M: tap k of output n is element
+ * M + n * S + k * D of the x vectors from j * S on, into xv[n * K + k]. */
+template <int XT, int K, int S, int D, int M>
+static __device__ __forceinline__ void gpu_lean_window(const uint4 *xs, int j, float *xv) {
+    const int V = gpu_vec_width<XT>::value, NV = (M + (V - 1) * S + (K - 1) * D) / V + 1;
+    uint4 v[NV];
+#pragma unroll
+    for (int r = 0; r < NV; r++) v[r] = xs[j * S + r];
+#pragma unroll
+    for (int n = 0; n < V; n++)
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int e = M + n * S + k * D;
+            xv[n * K + k] = gpu_elem<XT>::widen(gpu_vec_get<XT>(v[e / V], e % V));
+        }
+}
+
+/* gpu_lean_window<.., m> for a run-time m in [0, M]: a chain of uniform branches
+ * (only this part depends on m, so the sums and stores exist once). */
+template <int XT, int K, int S, int D, int M> struct gpu_lean_pick {
+    static __device__ __forceinline__ void window(int m, const uint4 *xs, int j, float *xv) {
+        if (m == M) gpu_lean_window<XT, K, S, D, M>(xs, j, xv);
+        else gpu_lean_pick<XT, K, S, D, M - 1>::window(m, xs, j, xv);
+    }
+};
+template <int XT, int K, int S, int D> struct gpu_lean_pick<XT, K, S, D, 0> {
+    static __device__ __forceinline__ void window(int, const uint4 *xs, int j, float *xv) {
+        gpu_lean_window<XT, K, S, D, 0>(xs, j, xv);
+    }
+};
+
+/* Output vector j of the tile (outputs o0 + j * V ..), if it exists. */
+template <int XT, int K, int S, int D>
+static __device__ __forceinline__ void gpu_lean_output(const uint4 *xs, int m, int j,
+                                                       const float *w, float bias, int activation,
+                                                       typename gpu_elem<XT>::raw *yrow,
+                                                       int64_t o0, int64_t L_out) {
+    const int V = gpu_vec_width<XT>::value;
+    const int64_t os = o0 + (int64_t)j * V;
+    if (os >= L_out) return;
+    float xv[V * K];
+    gpu_lean_pick<XT, K, S, D, V - 1>::window(m, xs, j, xv);
+    float out[V];
+#pragma unroll
+    for (int n = 0; n < V; n++) {
+        float acc = bias;
+#pragma unroll
+        for (int k = 0; k < K; k++) acc = DWCONV_FMAF(xv[n * K + k], w[k], acc);
+        out[n] = acc;
+    }
+    gpu_activate_all<V>(activation, out);
+    gpu_store_vector<XT>(yrow, os, out, os < 0 ? (int)-os : 0, L_out - os < V ? (int)(L_out - os) : V);
+}
+
+template <int XT, int WT, int K, int S = 1, int D = 1>
+__global__ __launch_bounds__(GPU_LEAN_MAX_THREADS, GPU_LEAN_MIN_BLOCKS(K, S, D)) void dwconv_ncl_lean_kernel(gpu_conv_args a) {
+    typedef typename gpu_elem<XT>::raw raw;
+    typedef typename gpu_elem<WT>::raw wraw;
+    const int V = gpu_vec_width<XT>::value;
+    const int T = blockDim.x, tid = threadIdx.x, vectors = T * GPU_LEAN_VPT;
+    uint4 *xs = (uint4 *)gpu_shared_base(); /* the tile's x vectors */
+    const int64_t L = a.length, L_out = a.output_length;
+    const int64_t tile_outputs = (int64_t)vectors * V;
+    bool first = true;
+
+    for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
+        for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y) {
+            const int64_t row = b * a.channels + c;
+            const raw *xrow = (const raw *)a.x + row * L;
+            raw *yrow = (raw *)a.y + row * L_out;
+            /* tiles start on y's vector boundaries; x's vectors lie m elements earlier
+             * than the tiles' windows, the same m for every tile of the row */
+            const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, row * L_out);
+            const int m = gpu_misalignment<XT>(a.x, row * L + o_first * S - a.pad_left);
+            for (int64_t t = blockIdx.x; t < a.tiles_per_row; t += gridDim.x) {
+                const int64_t o0 = o_first + t * tile_outputs;
+                if (o0 >= L_out) break; /* the same for the whole block */
+                const int64_t x0 = o0 * S - a.pad_left - m; /* row position of x vector 0 */
+                /* x vectors the tile's existing outputs read */
+                const int needed = (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S +
+                                          (K - 1) * D + m) / V) + 1;
+                if (!first) __syncthreads(); /* the previous tile's reads are done */
+                first = false;
+                /* S vectors per output vector, all in flight at once, then the halo
+                 * (a few vectors: fewer than T); registers hold them only until they
+                 * are stored, so that many blocks fit an SM */
+                uint4 own[S * GPU_LEAN_VPT];
+#pragma unroll
+                for (int i = 0; i < S * GPU_LEAN_VPT; i++) {
+                    const int q = tid + i * T;
+                    if (q < needed) own[i] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V);
+                }
+                const int halo = S * vectors + tid;
+                uint4 extra;
+                if (halo < needed) extra = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)halo * V);
+                /* the weights only now, and every store after them: a first use of a
+                 * load waits for it, and x's loads should all be in flight by then */
+                float w[K];
+#pragma unroll
+                for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
+                const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+                if (halo < needed) xs[halo] = extra;
+#pragma unroll
+                for (int i = 0; i < S * GPU_LEAN_VPT; i++)
+                    if (tid + i * T < needed) xs[tid + i * T] = own[i];
+                __syncthreads();
+                for (int i = 0; i < GPU_LEAN_VPT; i++) /* left to the compiler: a large body */
+                    gpu_lean_output<XT, K, S, D>(xs, m, tid + i * T, w, bias, a.activation, yrow, o0, L_out);
+            }
+        }
+}
+
+#endif /* DWCONV_GPU_KERNEL_NCL_LEAN_CUH */

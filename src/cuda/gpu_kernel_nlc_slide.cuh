@@ -1,0 +1,152 @@
+/*
+ * NLC (channel-last), stride 1, dilation 1, K <= GPU_SLIDE_MAX_K: a sliding window in
+ * registers. A thread owns one 16-byte vector of consecutive channels and a run of
+ * a.steps * GPU_SLIDE_STEP(V, K) consecutive output positions; it keeps the last K - 1
+ * input rows of its channels in registers and, per step, loads the next
+ * GPU_SLIDE_STEP rows (all in flight at once), so each x vector is read from memory
+ * about once (the K - 1 rows before a run twice). The K weights of its channels live
+ * in registers as f32. A warp's loads and stores are whole 16-byte vectors side by
+ * side along the channels.
+ *
+ * When C is not a multiple of the vector width or a pointer is not on a 16-byte
+ * boundary (vector_x / vector_y false), the same code loads and stores element by
+ * element instead; rows outside [0, L) read what the padding mode reads.
+ *
+ * Grid: x = position tiles (a.channel_threads threads across channel vectors times
+ * GPU_SLIDE_THREADS / a.channel_threads runs), y = channel blocks, z = batch (each
+ * strided).
+ */
+#ifndef DWCONV_GPU_KERNEL_NLC_SLIDE_CUH
+#define DWCONV_GPU_KERNEL_NLC_SLIDE_CUH
+
+#include "gpu_args.cuh"
+#include "gpu_elements.cuh"
+
+#define GPU_SLIDE_THREADS 128
+#define GPU_SLIDE_MAX_K 8
+
+/* Rows loaded per step, all in flight at once: 8, or 4 for 2-byte dtypes with K > 4
+ * (whose 8 * K f32 weights leave too few registers for 8 rows). */
+#define GPU_SLIDE_STEP(width, K) ((width) == 4 || (K) <= 4 ? 8 : 4)
+
+/* Row pos of this thread's channels (c .. c + valid - 1 at xb), padded. */
+template <int XT>
+static __device__ __forceinline__ uint4 gpu_slide_load(const typename gpu_elem<XT>::raw *xb,
+                                                       int64_t L, int64_t C, int mode, int64_t pos,
+                                                       int valid, int vector) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int V = gpu_vec_width<XT>::value;
+    if (pos < 0 || pos >= L) {
+        pos = dwconv_source_index(mode, pos, L);
+        if (pos < 0 || pos >= L) valid = 0; /* a zero of the padding */
+    }
+    if (vector && valid == V) return gpu_load16(xb + pos * C);
+    raw e[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) e[j] = j < valid ? xb[pos * C + j] : (raw)0;
+    return gpu_vec_pack<XT>(e);
+}
+
+/* The weights and bias of channels c .. c + valid - 1 as f32 (0 past them). They are
+ * V * K contiguous elements from c * K, whole 16-byte vectors at a 16-byte offset
+ * (c is a multiple of V, and V elements of x take 16 bytes): with aligned pointers,
+ * K or 2K vector loads instead of V * K element loads, whose 32-byte sectors a warp
+ * would each touch for 2 useful bytes. */
+template <int WT, int V, int K>
+static __device__ __forceinline__ void gpu_slide_weights(const gpu_conv_args &a, int64_t c,
+                                                         int valid, float (*w)[V], float *bias) {
+    typedef typename gpu_elem<WT>::raw wraw;
+    const int WV = gpu_vec_width<WT>::value;
+    const wraw *weight = (const wraw *)a.weight + c * K, *b = (const wraw *)a.bias + c;
+    if (a.vector_w && valid == V) {
+        uint4 wv[V * K / WV], bv[V / WV];
+#pragma unroll
+        for (int j = 0; j < V * K / WV; j++) wv[j] = gpu_load16(weight + j * WV);
+#pragma unroll
+        for (int j = 0; j < V / WV; j++) {
+            if (a.bias) bv[j] = gpu_load16(b + j * WV);
+            else bv[j].x = bv[j].y = bv[j].z = bv[j].w = 0;
+        }
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            bias[i] = gpu_elem<WT>::widen(gpu_vec_get<WT>(bv[i / WV], i % WV));
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                w[k][i] = gpu_elem<WT>::widen(gpu_vec_get<WT>(wv[(i * K + k) / WV], (i * K + k) % WV));
+        }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        bias[i] = a.bias && i < valid ? gpu_elem<WT>::widen(b[i]) : 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; k++) w[k][i] = i < valid ? gpu_elem<WT>::widen(weight[i * K + k]) : 0.0f;
+    }
+}
+
+template <int XT, int WT, int K>
+__global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(gpu_conv_args a) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int V = gpu_vec_width<XT>::value, P = GPU_SLIDE_STEP(V, K);
+    const int TC = a.channel_threads, TR = GPU_SLIDE_THREADS / TC;
+    const int tid = threadIdx.x, cx = tid % TC, ry = tid / TC;
+    const int64_t C = a.channels, L = a.length, L_out = a.output_length;
+    const int64_t run = a.steps * P;
+    const int64_t channel_blocks = (C + (int64_t)TC * V - 1) / ((int64_t)TC * V);
+
+    for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
+        for (int64_t cb = blockIdx.y; cb < channel_blocks; cb += gridDim.y) {
+            const int64_t c = (cb * TC + cx) * V;
+            const int valid = (int)gpu_max64(0, gpu_min64(V, C - c));
+            if (valid == 0) continue; /* no barriers in this kernel */
+            const raw *xb = (const raw *)a.x + b * L * C + c;
+            raw *yb = (raw *)a.y + b * L_out * C + c;
+            float w[K][V], bias[V];
+            gpu_slide_weights<WT, V, K>(a, c, valid, w, bias);
+            for (int64_t pt = blockIdx.x; pt < a.tiles_per_row; pt += gridDim.x) {
+                const int64_t o_begin = (pt * TR + ry) * run;
+                if (o_begin >= L_out) continue;
+                const int64_t p0 = o_begin - a.pad_left; /* the row of the first tap */
+                uint4 win[K - 1 + P]; /* rows p .. p + K - 2 + P of the current step */
+#pragma unroll
+                for (int k = 0; k < K - 1; k++)
+                    win[k] = gpu_slide_load<XT>(xb, L, C, a.padding_mode, p0 + k, valid, a.vector_x);
+#pragma unroll 1
+                for (int64_t s = 0; s < a.steps; s++) {
+                    const int64_t ob = o_begin + s * P, p = p0 + s * P;
+                    if (ob >= L_out) break;
+                    if (a.vector_x && valid == V && p >= 0 && p + K - 1 + P <= L) {
+                        const raw *at = xb + (p + K - 1) * C;
+#pragma unroll
+                        for (int r = 0; r < P; r++) win[K - 1 + r] = gpu_load16(at + r * C);
+                    } else {
+#pragma unroll
+                        for (int r = 0; r < P; r++)
+                            win[K - 1 + r] = gpu_slide_load<XT>(xb, L, C, a.padding_mode, p + K - 1 + r,
+                                                                valid, a.vector_x);
+                    }
+#pragma unroll
+                    for (int r = 0; r < P; r++) {
+                        if (ob + r >= L_out) break;
+                        float out[V];
+#pragma unroll
+                        for (int i = 0; i < V; i++) {
+                            float acc = bias[i];
+#pragma unroll
+                            for (int k = 0; k < K; k++)
+                                acc = DWCONV_FMAF(gpu_elem<XT>::widen(gpu_vec_get<XT>(win[r + k], i)),
+                                                  w[k][i], acc);
+                            out[i] = acc;
+                        }
+                        gpu_activate_all<V>(a.activation, out);
+                        if (a.vector_y) gpu_store_vector<XT>(yb, (ob + r) * C, out, 0, valid);
+                        else gpu_store_elements<XT>(yb, (ob + r) * C, out, 0, valid);
+                    }
+#pragma unroll
+                    for (int k = 0; k < K - 1; k++) win[k] = win[P + k];
+                }
+            }
+        }
+}
+
+#endif /* DWCONV_GPU_KERNEL_NLC_SLIDE_CUH */

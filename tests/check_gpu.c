@@ -18,7 +18,8 @@ static dwconv_backend gpu_backend;
 static int gpu_devices;
 static dwconv_context *cpu;
 
-static const char *const kernels[] = {"auto", "generic", "vector", "tile", "lattice", "nlc"};
+static const char *const kernels[] = {"auto", "generic", "vector", "tile",
+                                      "lattice", "nlc", "lean", "slide"};
 enum { KERNELS = sizeof kernels / sizeof kernels[0] };
 
 /* A context on device 0 whose forward uses `kernel` wherever it applies. */

@@ -28,13 +28,13 @@ struct offset_buffer {
     }
 };
 
-/* Runs c through kernel (a gpu_kernel_id), its buffers offset by `shift` elements;
- * 0 when the result matches the cpu backend. */
+/* Runs c through kernel (a gpu_kernel_id), x, weight and bias offset by `shift`
+ * elements, y by `yshift`; 0 when the result matches the cpu backend. */
 int ran[GPU_KERNEL_COUNT]; /* runs per kernel actually chosen */
 
-int run_case(const gpu_case *c, int kernel, int shift, char *why, size_t why_size) {
+int run_case(const gpu_case *c, int kernel, int shift, int yshift, char *why, size_t why_size) {
     const size_t xs = dwconv_dtype_size(c->desc.dtype), ws = dwconv_dtype_size(c->desc.weight_dtype);
-    offset_buffer x(c->x_bytes, shift * xs), y(c->y_bytes, shift * xs);
+    offset_buffer x(c->x_bytes, shift * xs), y(c->y_bytes, yshift * xs);
     offset_buffer w(c->weight_bytes, shift * ws), bias(c->bias_bytes, shift * ws);
     memcpy(x.at, c->x, c->x_bytes);
     memcpy(w.at, c->weight, c->weight_bytes);
@@ -57,11 +57,70 @@ int run_case(const gpu_case *c, int kernel, int shift, char *why, size_t why_siz
     }
     if (gpu_case_compare(c, y.at, why, why_size) == 0) return 0;
     const size_t n = strlen(why);
-    snprintf(why + n, why_size - n, " [%s kernel, offset %d]", gpu_kernel_names[l.kernel], shift);
+    snprintf(why + n, why_size - n, " [%s kernel, offsets x %d y %d]", gpu_kernel_names[l.kernel],
+             shift, yshift);
     return -1;
 }
 
 } // namespace
+
+/* Runs d through kernel (descriptor i of a series: the launch limits vary with i) at
+ * three pointer offsets; returns the failures. */
+int check_desc(dwconv_context *cpu, test_rng *rng, const dwconv_desc *d, int kernel, int i,
+               int *runs) {
+    char why[1024];
+    gpu_case c;
+    if (gpu_case_make(&c, d, rng, i % 3 != 0, cpu, why, sizeof why) != 0) {
+        fprintf(stderr, "FAIL %s\n", why);
+        return 1;
+    }
+    /* every other case: tiny launch limits, so blocks walk rows and tiles, and slide
+     * threads take many steps */
+    gpu_limits.enough_blocks = i % 2 ? 1 : 2048;
+    gpu_limits.enough_threads = i % 2 ? 1 : (int64_t)1 << 19;
+    gpu_limits.grid_yz = i % 4 == 1 ? 2 : 65535;
+    gpu_limits.grid_x = i % 4 == 3 ? 2 : GPU_GRID_X;
+    /* aligned; all one element off; y three off x (x's vectors and y's then start at
+     * different offsets of a row) */
+    int failures = 0;
+    for (int shift = 0; shift < 3; shift++, (*runs)++)
+        if (run_case(&c, kernel, shift ? 1 : 0, shift == 2 ? 3 : shift, why, sizeof why) != 0) {
+            fprintf(stderr, "FAIL %s\n", why);
+            failures++;
+        }
+    gpu_case_free(&c);
+    return failures;
+}
+
+/* The bench's shapes, scaled down to rows of odd lengths around the tile sizes. */
+int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
+    static const struct {
+        int64_t K, stride, dilation, pad; /* pad -1: causal */
+    } shapes[] = {{3, 1, 1, 1}, {4, 1, 1, -1}, {3, 2, 1, 1}, {3, 1, 4, 4}, {3, 1, 2, 2}, {7, 1, 1, 3}};
+    static const int64_t lengths[] = {1, 9, 1023, 2053, 4099};
+    int failures = 0, i = 0;
+    for (const auto &s : shapes)
+        for (int64_t L : lengths)
+            for (int dt = 0; dt < 3; dt++, i++) {
+                dwconv_desc d;
+                dwconv_desc_init(&d, 2, 3, L, s.K);
+                d.stride = s.stride, d.dilation = s.dilation, d.dtype = (dwconv_dtype)dt;
+                d.weight_dtype = i % 2 ? DWCONV_F32 : d.dtype;
+                if (s.pad < 0) d.padding = DWCONV_PADDING_CAUSAL;
+                else d.pad_left = d.pad_right = s.pad;
+                d.padding_mode = (dwconv_padding_mode)(i % 4);
+                if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
+                const int ncl[] = {GPU_KERNEL_AUTO, GPU_KERNEL_NCL_LEAN, GPU_KERNEL_NCL_VECTOR};
+                const int nlc[] = {GPU_KERNEL_AUTO, GPU_KERNEL_NLC_SLIDE, GPU_KERNEL_NLC};
+                for (int k = 0; k < 3; k++) {
+                    d.layout = DWCONV_LAYOUT_NCL;
+                    failures += check_desc(cpu, rng, &d, ncl[k], i + k, runs);
+                    d.layout = DWCONV_LAYOUT_NLC;
+                    failures += check_desc(cpu, rng, &d, nlc[k], i + k, runs);
+                }
+            }
+    return failures;
+}
 
 int main(void) {
 #ifndef GPU_EMULATE_AVAILABLE
@@ -76,27 +135,13 @@ int main(void) {
     const int per_kernel = gpu_test_quick() ? 10 : 60;
     test_rng rng = test_rng_seed(20261201);
     int failures = 0, runs = 0;
-    char why[1024];
     for (int kernel = GPU_KERNEL_AUTO; kernel < GPU_KERNEL_COUNT; kernel++)
         for (int i = 0; i < per_kernel; i++) {
             dwconv_desc d = test_random_desc(&rng, 2600, 12);
             gpu_case_fit_kernel(&d, gpu_kernel_names[kernel], i);
-            gpu_case c;
-            if (gpu_case_make(&c, &d, &rng, i % 3 != 0, cpu, why, sizeof why) != 0) {
-                fprintf(stderr, "FAIL %s\n", why);
-                failures++;
-                continue;
-            }
-            /* every other case: tiny launch limits, so blocks walk rows and tiles */
-            gpu_limits.enough_blocks = i % 2 ? 1 : 2048;
-            gpu_limits.grid_yz = i % 4 == 1 ? 2 : 65535;
-            for (int shift = 0; shift < 2; shift++, runs++)
-                if (run_case(&c, kernel, shift, why, sizeof why) != 0) {
-                    fprintf(stderr, "FAIL %s\n", why);
-                    failures++;
-                }
-            gpu_case_free(&c);
+            failures += check_desc(cpu, &rng, &d, kernel, i, &runs);
         }
+    failures += check_shapes(cpu, &rng, &runs);
     dwconv_context_destroy(cpu);
     printf("%d of %d emulated runs match the cpu backend bit for bit; runs per kernel:", runs - failures,
            runs);

@@ -80,12 +80,33 @@ int gpu_case_compare(const gpu_case *c, const void *y, char *why, size_t why_siz
     return -1;
 }
 
+/* Names of the kernels for stride 1, dilation 1, K <= 8 only, and their layout. */
+static int small_k_kernel(const char *kernel, dwconv_layout *layout) {
+    if (strcmp(kernel, "vector") == 0 || strcmp(kernel, "lean") == 0) *layout = DWCONV_LAYOUT_NCL;
+    else if (strcmp(kernel, "slide") == 0) *layout = DWCONV_LAYOUT_NLC;
+    else return 0;
+    return 1;
+}
+
 void gpu_case_fit_kernel(dwconv_desc *d, const char *kernel, int i) {
     dwconv_desc fitted = *d;
     if (strcmp(kernel, "nlc") == 0) fitted.layout = DWCONV_LAYOUT_NLC;
     else if (strcmp(kernel, "auto") != 0 && strcmp(kernel, "generic") != 0)
         fitted.layout = DWCONV_LAYOUT_NCL;
     if (strcmp(kernel, "lattice") == 0 && i % 2 == 0) fitted.dilation = fitted.stride * (1 + i % 3);
+    if (small_k_kernel(kernel, &fitted.layout) && i % 4 != 3) { /* every 4th: a fallback */
+        fitted.stride = fitted.dilation = 1;
+        fitted.kernel_size = 1 + (fitted.kernel_size - 1) % 8;
+        if (strcmp(kernel, "lean") == 0 && i % 4 == 2) { /* its strided, dilated K = 3 */
+            fitted.kernel_size = 3;
+            if (i % 12 == 2) fitted.stride = 2;
+            else fitted.dilation = i % 12 == 6 ? 2 : 4;
+        }
+        if (fitted.padding == DWCONV_PADDING_EXPLICIT) { /* keep the padding within limits */
+            fitted.pad_left %= fitted.dilation * (fitted.kernel_size - 1) + 2;
+            fitted.pad_right %= fitted.dilation * (fitted.kernel_size - 1) + 2;
+        }
+    }
     if (dwconv_desc_resolve(&fitted, NULL, NULL, NULL) == DWCONV_SUCCESS) *d = fitted;
 }
 

@@ -35,8 +35,11 @@ void gpu_case_free(gpu_case *c);
 int gpu_case_compare(const gpu_case *c, const void *y, char *why, size_t why_size);
 
 /* Adjusts a random descriptor so that the kernel named as DWCONV_GPU_KERNEL names it
- * ("vector", "tile", "lattice", "nlc"; others unchanged) applies to it: its layout,
- * and for lattice a dilation that is a multiple of the stride in every other case. */
+ * ("vector", "tile", "lattice", "nlc", "lean", "slide"; others unchanged) applies to
+ * it: its layout; for lattice a dilation that is a multiple of the stride in every
+ * other case; for vector, lean and slide stride 1, dilation 1 and K <= 8 in three
+ * cases of four (lean: one of them K = 3 strided or dilated; the fourth checks that
+ * they fall back). */
 void gpu_case_fit_kernel(dwconv_desc *desc, const char *kernel, int i);
 
 /* Environment knob for slow tools (compute-sanitizer): DWCONV_TEST_QUICK=1 scales

@@ -275,6 +275,14 @@ def markdown(results, device, peak, mhz, command):
             f"{' bias' if r['bias'] else ''}{' ' + r['act'] if r['act'] != 'none' else ''} | {r['dtype']} | "
             f"{r['layout']} | {r['copy_ms']:.4f} | {r['dwconv_ms']:.4f} | {r['fraction']:.3f} | {target} | "
             f"{r['generic_ms']:.4f} | {r['torch_ms']:.4f} | {r['torch_ms'] / r['dwconv_ms']:.1f}x | {checks} |")
+    kernels = [k for k in results[0]["kernel_ms"] if k != "generic"] if results else []
+    if kernels:  # each kernel forced; a kernel that does not apply falls back (same time as auto)
+        lines += ["", "Each kernel forced (DWCONV_GPU_KERNEL), ms; * = within 1% of the automatic choice:",
+                  "", "| case | auto | " + " | ".join(kernels) + " |", "|---" * (len(kernels) + 2) + "|"]
+        for r in results:
+            cells = [f"{r['kernel_ms'][k]:.4f}" + ("*" if abs(r["kernel_ms"][k] / r["dwconv_ms"] - 1) < 0.01
+                                                   else "") for k in kernels]
+            lines.append(f"| {r['case']} | {r['dwconv_ms']:.4f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -3,7 +3,13 @@
 # .device/remote runs it after building): the GPU suite, the conversion proof, the
 # bench, compute-sanitizer on the quick suite, and Nsight Compute's view of chosen
 # cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check conv bench
-# sanitize ncu" (default: all); NCU_CASES names the bench cases ncu profiles.
+# sanitize ncu" (default: all; sanitize needs check first). Knobs, so that a call
+# fits its time and the device tool's 8 returned files:
+#   CHECK_TESTS      default "check_gpu check_gpu_emulated"
+#   CHECK_TIMEOUT    seconds per test, default 240
+#   SANITIZE_TOOLS   default "memcheck racecheck"; SANITIZE_TIMEOUT default 150
+#   BENCH_KERNELS    kernels the bench also times forced (default generic)
+#   NCU_CASES        the bench cases ncu profiles
 OUT=${OUT:-/tmp/out}
 steps=${*:-check conv bench sanitize ncu}
 src=$(pwd)
@@ -12,10 +18,11 @@ for step in $steps; do
   case $step in
   check)
     log "GPU suite"
-    make tests/check_gpu tests/check_gpu_emulated >"$OUT/check_build.txt" 2>&1 ||
+    tests=${CHECK_TESTS:-check_gpu check_gpu_emulated}
+    make -j"$(nproc)" $(for t in $tests; do echo tests/$t; done) >"$OUT/check_build.txt" 2>&1 ||
       tail -n 20 "$OUT/check_build.txt"
-    for t in check_gpu check_gpu_emulated; do
-      DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout 240 tests/$t >"$OUT/$t.txt" 2>&1
+    for t in $tests; do
+      DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout "${CHECK_TIMEOUT:-240}" tests/$t >"$OUT/$t.txt" 2>&1
       echo "$t: exit $?"; tail -n 12 "$OUT/$t.txt"
     done ;;
   conv)
@@ -27,9 +34,9 @@ for step in $steps; do
     PYTHONUNBUFFERED=1 python3 "$src/bench/gpu/bench_gpu.py" --json "$OUT/bench.json" \
       --markdown "$OUT/bench.md" --kernels "${BENCH_KERNELS:-generic}" ;;
   sanitize)
-    for tool in memcheck racecheck; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
       log "compute-sanitizer $tool (quick suite)"
-      DWCONV_TEST_QUICK=1 DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout 150 \
+      DWCONV_TEST_QUICK=1 DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout "${SANITIZE_TIMEOUT:-150}" \
         compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 tests/check_gpu \
         >"$OUT/$tool.txt" 2>&1
       echo "exit $?"; tail -n 6 "$OUT/$tool.txt"

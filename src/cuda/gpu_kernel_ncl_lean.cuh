@@ -30,7 +30,7 @@
 #define GPU_LEAN_VPT 4 /* output vectors per thread */
 /* Blocks per SM the register budget aims at: 5 (48 registers) where that costs no
  * spills (ptxas -v), else 4; stride 2 keeps twice the loads in flight: 3. */
-#define GPU_LEAN_MIN_BLOCKS(K, S, D) ((S) > 1 ? 3 : 4)
+#define GPU_LEAN_MIN_BLOCKS(K, S, D) ((S) > 1 ? 3 : (D) == 1 && (K) <= 5 ? 5 : 4)
 
 /* The strided or dilated instances, besides stride 1, dilation 1, K <= 8. */
 static __host__ __device__ inline int gpu_lean_applies(int64_t K, int64_t S, int64_t D) {
@@ -133,6 +133,10 @@ __global__ __launch_bounds__(GPU_LEAN_MAX_THREADS, GPU_LEAN_MIN_BLOCKS(K, S, D))
             const int64_t row = b * a.channels + c;
             const raw *xrow = (const raw *)a.x + row * L;
             raw *yrow = (raw *)a.y + row * L_out;
+            float w[K];
+#pragma unroll
+            for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
+            const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
             /* tiles start on y's vector boundaries; x's vectors lie m elements earlier
              * than the tiles' windows, the same m for every tile of the row */
             const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, row * L_out);
@@ -156,15 +160,8 @@ __global__ __launch_bounds__(GPU_LEAN_MAX_THREADS, GPU_LEAN_MIN_BLOCKS(K, S, D))
                     if (q < needed) own[i] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V);
                 }
                 const int halo = S * vectors + tid;
-                uint4 extra;
-                if (halo < needed) extra = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)halo * V);
-                /* the weights only now, and every store after them: a first use of a
-                 * load waits for it, and x's loads should all be in flight by then */
-                float w[K];
-#pragma unroll
-                for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
-                const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
-                if (halo < needed) xs[halo] = extra;
+                if (halo < needed)
+                    xs[halo] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)halo * V);
 #pragma unroll
                 for (int i = 0; i < S * GPU_LEAN_VPT; i++)
                     if (tid + i * T < needed) xs[tid + i * T] = own[i];

@@ -242,12 +242,12 @@ static void gpu_plan_launch(int forced, gpu_conv_args *a, gpu_launch *l) {
         if (gpu_try_kernel(GPU_KERNEL_NLC_SLIDE, a, l)) return;
         if (gpu_try_kernel(GPU_KERNEL_NLC, a, l)) return;
     } else if (a->output_length >= 512) { /* rows fill a good part of a tile */
-        /* lean wherever it applies (bench/RESULTS-gpu.md: 2-8% faster than vector on
-         * the reference in every dtype, 1.4x tile on dilation 4), except f32 rows of one
-         * vector tile or less, where the vector kernel measured 3% faster (causal K4) */
-        if (a->dtype == DWCONV_F32 && a->output_length <= GPU_VECTOR_TILE(DWCONV_F32) &&
-            gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l))
-            return;
+        /* bench/RESULTS-gpu.md: rows of up to 4096 outputs run the vector kernel where
+         * it applies (1-4% faster than lean on the causal K4 rows, f32 and bf16, in both
+         * H200 runs); longer rows and the strided or dilated K = 3 that only lean takes
+         * run lean (2-8% faster than vector on the 8192-long reference in every dtype,
+         * 1.4x tile on dilation 4) */
+        if (a->output_length <= 4096 && gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
         if (gpu_try_kernel(GPU_KERNEL_NCL_LEAN, a, l)) return;
         if (gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
         /* lattice only with one phase: with several, each phase's block gathers every

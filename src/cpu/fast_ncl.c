@@ -37,7 +37,7 @@ typedef struct ncl_job {
     void *y;
     int64_t K, s, d, pad, L, L_out;
     size_t elem; /* bytes per x and y element */
-    int window;  /* d == s: one phase whose taps are consecutive */
+    int window;  /* conv_window: d == s (one phase, consecutive taps) and K >= 8 */
     int stream;  /* y is much larger than the caches: direct stretches store around them */
     int64_t overread;
     int64_t direct_begin, direct_end; /* outputs read straight from x (maybe none) */
@@ -277,6 +277,7 @@ dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwcon
             int64_t end = begin + j.segment < j.L_out ? begin + j.segment : j.L_out;
             row_segment(&j, row, begin, end, &scratch);
         }
+        kernels->fence();
     }
     free(block);
     free(j.phase);

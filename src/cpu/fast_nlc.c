@@ -137,6 +137,7 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
             int64_t b = item / blocks, o0 = item % blocks * BLOCK;
             position_block(&j, b, o0, L_out - o0 < BLOCK ? L_out - o0 : BLOCK, row);
         }
+        kernels->fence();
     }
     free(block);
     return DWCONV_SUCCESS;

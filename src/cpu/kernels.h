@@ -23,11 +23,11 @@ typedef struct dwconv_cpu_taps {
     const void *const *tap; /* K pointers */
     dwconv_dtype dtype;
     int stride;             /* 1 or 2 (conv only) */
-    const float *weight;     /* K weights, widened to f32 */
+    const float *weight;    /* K weights, widened to f32 */
     int64_t kernel_size;
-    float bias;              /* +0.0f without bias */
-    int activation;          /* a dwconv_activation */
-    int stream;              /* out is 64-byte aligned: store it around the caches */
+    float bias;             /* +0.0f without bias */
+    int activation;         /* a dwconv_activation */
+    int stream;             /* out is 64-byte aligned: store it around the caches */
 } dwconv_cpu_taps;
 
 /* A block of NLC output positions: for position p and channel c < channels,
@@ -41,7 +41,7 @@ typedef struct dwconv_cpu_nlc {
     int64_t weight_stride;  /* floats from one tap's weights to the next's (>= channels) */
     const float *bias;      /* channels values: the bias widened, or zeros */
     int activation;
-    int stream; /* every row of y is 64-byte aligned: store around the caches */
+    int stream;             /* every row of y is 64-byte aligned: store around the caches */
     int64_t prefetch_ahead; /* bytes past the newest input row read to prefetch */
 } dwconv_cpu_nlc;
 
@@ -53,8 +53,8 @@ typedef struct dwconv_cpu_kernels {
     /* The stretch above for n outputs; reads tap[k][0, n * stride) (stride 2: one
      * element more), writes out[0, n). */
     void (*conv)(const dwconv_cpu_taps *taps, int64_t n, void *out);
-    /* The same for F32, stride 1, tap[k] == tap[0] + k: shares each shifted window between
-     * outputs, which long kernels need to reach the FMA units' limit. */
+    /* The same for F32, stride 1, tap[k] == tap[0] + k: shares each shifted window
+     * between outputs, which long kernels need to reach the FMA units' limit. */
     void (*conv_window)(const dwconv_cpu_taps *taps, int64_t n, void *out);
 
     /* dst[j] = src[j*stride] widened to f32, j < n (any n, any alignment). */
@@ -65,6 +65,10 @@ typedef struct dwconv_cpu_kernels {
 
     /* positions NLC output positions, written to y (consecutive rows). */
     void (*nlc)(const dwconv_cpu_nlc *job, const void *const *row, int64_t positions, void *y);
+
+    /* Makes this thread's streamed stores visible to others: every thread that may have
+     * streamed calls it once, after its last kernel call. */
+    void (*fence)(void);
 } dwconv_cpu_kernels;
 
 extern const dwconv_cpu_kernels dwconv_cpu_kernels_generic;

@@ -146,82 +146,12 @@ ALWAYS_INLINE void v_store_n(const dwconv_dtype dt, void *base, int64_t i, vf v,
 
 /* ---- NCL: a stretch of one row, any taps ---- */
 
-#if VEC_ALIGNED_TAPS
-/* Tap streams read as whole aligned vectors and shifted into place in registers: an
- * unaligned vector splits a cache line, and streaming rows of split loads ran at 0.95
- * of a copy where aligned loads and shifts ran at 1.3 (Zen 5, one thread). Only
- * vectors holding a wanted element are read, so nothing past a row is touched. */
-enum { MAX_ALIGNED_TAPS = 16 };
-
-typedef struct aligned_tap {
-    const char *base; /* the tap's pointer rounded down to a vector boundary */
-    int shift;        /* elements between base and the tap's pointer */
-    vi pick_lo;       /* lane l: element shift + l*stride of base's vectors */
-    vi pick_hi;       /* the same counted from the second vector (stride 2) */
-    vm from_hi;       /* lanes whose element lies in the third vector (stride 2) */
-} aligned_tap;
-
-/* NULL unless every tap pointer is a whole number of elements from a vector boundary
- * (x may be any address) and there are few enough taps. */
-static const aligned_tap *plan_aligned(const dwconv_cpu_taps *t, aligned_tap *plan) {
-    const size_t size = t->dtype == DWCONV_F32 ? 4 : 2, vector = VL * size;
-    if (t->kernel_size > MAX_ALIGNED_TAPS) return NULL;
-    for (int64_t k = 0; k < t->kernel_size; k++) {
-        uintptr_t at = (uintptr_t)t->tap[k];
-        if (at % size) return NULL;
-        aligned_tap *a = &plan[k];
-        a->shift = (int)(at % vector / size);
-        a->base = (const char *)(at - (uintptr_t)a->shift * size);
-        vi lanes = vf_lanes();
-        if (t->stride == 2) lanes = vi_add(lanes, lanes);
-        a->pick_lo = vi_add(lanes, vi_set1(a->shift));
-        a->pick_hi = vi_sub(a->pick_lo, vi_set1(VL));
-        a->from_hi = vi_gt(a->pick_lo, vi_set1(2 * VL - 1));
-    }
-    return plan;
-}
-
-ALWAYS_INLINE vf v_load_vector(const dwconv_dtype dt, const char *p) {
-    if (dt == DWCONV_F32) return vf_load_aligned((const float *)p);
-    return v_widen(dt, vh_load_aligned((const uint16_t *)p));
-}
-
-/* The elements i*stride + l*stride (lanes l) of tap a, widened. */
-ALWAYS_INLINE vf v_load_tap(const dwconv_dtype dt, const aligned_tap *a, int64_t i,
-                            const int stride) {
-    const size_t size = dt == DWCONV_F32 ? 4 : 2, vector = VL * size;
-    const char *p = a->base + (size_t)(i * stride) * size;
-    vf lo = v_load_vector(dt, p);
-    if (stride == 1) return a->shift ? vf_pick2(lo, a->pick_lo, v_load_vector(dt, p + vector)) : lo;
-    vf mid = v_load_vector(dt, p + vector), low = vf_pick2(lo, a->pick_lo, mid);
-    if (a->shift < 2) return low; /* the last lane's element is within lo:mid */
-    return vf_select(a->from_hi, vf_pick2(mid, a->pick_hi, v_load_vector(dt, p + 2 * vector)), low);
-}
-#else
-typedef struct aligned_tap aligned_tap; /* this flavour reads taps as they come */
-static const aligned_tap *plan_aligned(const dwconv_cpu_taps *t, aligned_tap *plan) {
-    (void)t, (void)plan;
-    return NULL;
-}
-#endif
-
-/* The elements i*stride + l*stride (lanes l) of tap k, widened. */
-ALWAYS_INLINE vf v_load_tap_k(const dwconv_cpu_taps *t, const aligned_tap *aligned, int64_t k,
-                              int64_t i, const dwconv_dtype dt, const int stride) {
-#if VEC_ALIGNED_TAPS
-    if (aligned) return v_load_tap(dt, &aligned[k], i, stride);
-#else
-    (void)aligned;
-#endif
-    return v_load_step(dt, t->tap[k], i, stride);
-}
-
-/* nb output vectors from j: K tap vectors and K fmas each, the weight broadcast once;
- * taps and out of dtype dt (widened on load, rounded on store), taps read every
- * stride-th element. */
-ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, const aligned_tap *aligned, int64_t j,
-                              void *out, const int nb, const int act, const int stream,
-                              const dwconv_dtype dt, const int stride) {
+/* nb output vectors from j: K loads and K fmas each, the weight broadcast once; taps
+ * and out of dtype dt (widened on load, rounded on store), taps read every stride-th
+ * element (stride 2: two loads and a permutation). */
+ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, int64_t j, void *out, const int nb,
+                              const int act, const int stream, const dwconv_dtype dt,
+                              const int stride) {
     vf acc[VEC_BLOCK];
     UNROLLED
     for (int m = 0; m < nb; m++) acc[m] = vf_set1(t->bias);
@@ -229,7 +159,7 @@ ALWAYS_INLINE void conv_block(const dwconv_cpu_taps *t, const aligned_tap *align
         const vf w = vf_set1(t->weight[k]);
         UNROLLED
         for (int m = 0; m < nb; m++)
-            acc[m] = vf_fma(v_load_tap_k(t, aligned, k, j + m * VL, dt, stride), w, acc[m]);
+            acc[m] = vf_fma(v_load_step(dt, t->tap[k], j + m * VL, stride), w, acc[m]);
     }
     UNROLLED
     for (int m = 0; m < nb; m++) v_store(dt, out, j + m * VL, v_activate(acc[m], act), stream);
@@ -267,50 +197,42 @@ ALWAYS_INLINE void window_block(const dwconv_cpu_taps *t, int64_t j, void *out, 
 
 /* n outputs (a multiple of VL) by blocks of VEC_BLOCK vectors, then one by one. The
  * constant arguments select one specialised copy; window implies F32 and stride 1. */
-ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, const aligned_tap *aligned, int64_t n,
-                           void *out, const int window, const dwconv_dtype dt, const int stride,
-                           const int act, const int stream) {
+ALWAYS_INLINE void stretch(const dwconv_cpu_taps *t, int64_t n, void *out, const int window,
+                           const dwconv_dtype dt, const int stride, const int act,
+                           const int stream) {
     int64_t j = 0;
     for (; j + VEC_BLOCK * VL <= n; j += VEC_BLOCK * VL) {
         if (window) window_block(t, j, out, VEC_BLOCK, act, stream);
-        else conv_block(t, aligned, j, out, VEC_BLOCK, act, stream, dt, stride);
+        else conv_block(t, j, out, VEC_BLOCK, act, stream, dt, stride);
     }
     for (; j < n; j += VL) {
         if (window) window_block(t, j, out, 1, act, stream);
-        else conv_block(t, aligned, j, out, 1, act, stream, dt, stride);
+        else conv_block(t, j, out, 1, act, stream, dt, stride);
     }
 }
 
-ALWAYS_INLINE void stretch_act(const dwconv_cpu_taps *t, const aligned_tap *aligned, int64_t n,
-                               void *out, const int window, const dwconv_dtype dt,
-                               const int stride, const int act) {
-    BY_FLAG(t->stream, stretch, t, aligned, n, out, window, dt, stride, act);
+ALWAYS_INLINE void stretch_act(const dwconv_cpu_taps *t, int64_t n, void *out, const int window,
+                               const dwconv_dtype dt, const int stride, const int act) {
+    BY_FLAG(t->stream, stretch, t, n, out, window, dt, stride, act);
 }
 
-ALWAYS_INLINE void stretch_stride(const dwconv_cpu_taps *t, const aligned_tap *aligned,
-                                  int64_t n, void *out, const int window, const dwconv_dtype dt,
-                                  const int stride) {
-    BY_ACTIVATION(t->activation, stretch_act, t, aligned, n, out, window, dt, stride);
+ALWAYS_INLINE void stretch_stride(const dwconv_cpu_taps *t, int64_t n, void *out,
+                                  const int window, const dwconv_dtype dt, const int stride) {
+    BY_ACTIVATION(t->activation, stretch_act, t, n, out, window, dt, stride);
 }
 
-ALWAYS_INLINE void stretch_dtype(const dwconv_cpu_taps *t, const aligned_tap *aligned, int64_t n,
-                                 void *out, const int window, const dwconv_dtype dt) {
-    if (t->stride == 2) stretch_stride(t, aligned, n, out, window, dt, 2);
-    else stretch_stride(t, aligned, n, out, window, dt, 1);
+ALWAYS_INLINE void stretch_dtype(const dwconv_cpu_taps *t, int64_t n, void *out,
+                                 const int window, const dwconv_dtype dt) {
+    if (t->stride == 2) stretch_stride(t, n, out, window, dt, 2);
+    else stretch_stride(t, n, out, window, dt, 1);
 }
 
 static void k_conv(const dwconv_cpu_taps *t, int64_t n, void *out) {
-#if VEC_ALIGNED_TAPS
-    aligned_tap plan[MAX_ALIGNED_TAPS];
-    const aligned_tap *aligned = plan_aligned(t, plan);
-#else
-    const aligned_tap *aligned = plan_aligned(t, NULL);
-#endif
-    BY_DTYPE(t->dtype, stretch_dtype, t, aligned, n, out, 0);
+    BY_DTYPE(t->dtype, stretch_dtype, t, n, out, 0);
 }
 
 static void k_conv_window(const dwconv_cpu_taps *t, int64_t n, void *out) {
-    stretch_stride(t, NULL, n, out, 1, DWCONV_F32, 1);
+    stretch_stride(t, n, out, 1, DWCONV_F32, 1);
 }
 
 /* ---- staging and rounding ---- */

@@ -59,15 +59,6 @@ static inline __mmask16 vec_first(int n) { return (__mmask16)((1u << n) - 1); }
 static inline vf vf_load_part(const float *p, int n) { return _mm512_maskz_loadu_ps(vec_first(n), p); }
 static inline void vf_store_part(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, vec_first(n), v); }
 
-/* Taps as aligned vectors shifted by a two-source permutation (kernels_impl.h). */
-#define VEC_ALIGNED_TAPS 1
-static inline vi vf_lanes(void) {
-    return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-}
-static inline vf vf_load_aligned(const float *p) { return _mm512_load_ps(p); }
-/* lane l: lane index[l] of the 32 lanes lo:hi (index taken modulo 32) */
-static inline vf vf_pick2(vf lo, vi index, vf hi) { return _mm512_permutex2var_ps(lo, index, hi); }
-
 /* p[0], p[2], ..., p[30] */
 static inline vf vf_load_even(const float *p) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
@@ -78,7 +69,6 @@ static inline vf vf_load_even(const float *p) {
 /* ---- 16-bit storage ---- */
 
 static inline vh vh_load(const uint16_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
-static inline vh vh_load_aligned(const uint16_t *p) { return _mm256_load_si256((const __m256i *)p); }
 static inline void vh_store(uint16_t *p, vh h) { _mm256_storeu_si256((__m256i *)p, h); }
 static inline void vh_stream(uint16_t *p, vh h) { _mm256_stream_si256((__m256i *)p, h); } /* p aligned */
 static inline vh vh_load_part(const uint16_t *p, int n) {

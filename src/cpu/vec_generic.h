@@ -11,7 +11,6 @@
 #define VEC_LANES 1
 #define VEC_BLOCK 8
 #define VEC_WINDOW_OVERREAD 0
-#define VEC_ALIGNED_TAPS 0 /* taps are read with unaligned loads */
 
 typedef float vf;
 typedef int32_t vi;

@@ -73,14 +73,17 @@ static void gpu_set_grid(gpu_conv_args *a, gpu_launch *l, int64_t most, int64_t 
     l->grid[2] = gpu_clamp(z, 1, gpu_limits.grid_yz);
 }
 
-/* Output tiles of a row whose tiles start on y's vector boundaries: up to V - 1
- * outputs before the row; exact when every row starts at the same offset. */
-static int64_t gpu_aligned_tiles(const gpu_conv_args *a, int64_t outputs, int64_t tile) {
+/* Outputs before a row's first vector boundary of y that a tile starting on that boundary
+ * covers: exact when every row starts at the same offset, else the most (V - 1). */
+static int64_t gpu_row_head(const gpu_conv_args *a) {
     const int V = 16 / gpu_dtype_size(a->dtype);
-    const int64_t hy = a->output_length % V == 0
-                           ? (int64_t)((uintptr_t)a->y / gpu_dtype_size(a->dtype) % V)
-                           : V - 1;
-    return (outputs - 1 + hy) / tile + 1;
+    return a->output_length % V == 0 ? (int64_t)((uintptr_t)a->y / gpu_dtype_size(a->dtype) % V)
+                                     : V - 1;
+}
+
+/* Output tiles of a row whose tiles start on y's vector boundaries. */
+static int64_t gpu_aligned_tiles(const gpu_conv_args *a, int64_t outputs, int64_t tile) {
+    return (outputs - 1 + gpu_row_head(a)) / tile + 1;
 }
 
 static int gpu_try_generic(gpu_conv_args *a, gpu_launch *l) {
@@ -109,7 +112,9 @@ static int gpu_try_lean(gpu_conv_args *a, gpu_launch *l) {
     if (a->layout != DWCONV_LAYOUT_NCL || !gpu_lean_applies(a->kernel_size, a->stride, a->dilation))
         return 0;
     const int V = 16 / gpu_dtype_size(a->dtype);
-    const int64_t row_vectors = gpu_div_up(a->output_length + V - 1, V); /* misaligned rows too */
+    /* the vectors a row spans: exact for rows that all start alike (an aligned 4096-long
+     * row is 512 vectors, not 513, and gets 128 threads, not 256 of which half idle) */
+    const int64_t row_vectors = gpu_div_up(a->output_length + gpu_row_head(a), V);
     int threads = 64; /* short rows: smaller blocks, not idle threads */
     while (threads < GPU_LEAN_MAX_THREADS && (int64_t)threads * GPU_LEAN_VPT < row_vectors) threads *= 2;
     l->threads = threads;
@@ -242,12 +247,13 @@ static void gpu_plan_launch(int forced, gpu_conv_args *a, gpu_launch *l) {
         if (gpu_try_kernel(GPU_KERNEL_NLC_SLIDE, a, l)) return;
         if (gpu_try_kernel(GPU_KERNEL_NLC, a, l)) return;
     } else if (a->output_length >= 512) { /* rows fill a good part of a tile */
-        /* bench/RESULTS-gpu.md: rows of up to 4096 outputs run the vector kernel where
-         * it applies (1-4% faster than lean on the causal K4 rows, f32 and bf16, in both
-         * H200 runs); longer rows and the strided or dilated K = 3 that only lean takes
-         * run lean (2-8% faster than vector on the 8192-long reference in every dtype,
-         * 1.4x tile on dilation 4) */
-        if (a->output_length <= 4096 && gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
+        /* bench/RESULTS-gpu.md: f32 rows of up to 4096 outputs run the vector kernel
+         * where it applies (2% faster than lean on the causal K4 f32 rows); every other
+         * row lean (2-8% faster than vector on the 8192-long reference in every dtype,
+         * 1.34x on the causal K4 bf16 rows, 1.4x tile on dilation 4) */
+        if (a->output_length <= 4096 && a->dtype == DWCONV_F32 &&
+            gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l))
+            return;
         if (gpu_try_kernel(GPU_KERNEL_NCL_LEAN, a, l)) return;
         if (gpu_try_kernel(GPU_KERNEL_NCL_VECTOR, a, l)) return;
         /* lattice only with one phase: with several, each phase's block gathers every

@@ -86,6 +86,27 @@ static int64_t gpu_aligned_tiles(const gpu_conv_args *a, int64_t outputs, int64_
     return (outputs - 1 + gpu_row_head(a)) / tile + 1;
 }
 
+/* NLC: threads across a position's channel vectors (a power of two up to a warp, so a
+ * warp's loads stay whole lines), and whether x and y rows start on 16-byte boundaries. */
+static int gpu_nlc_channel_threads(gpu_conv_args *a, int V) {
+    const int64_t vectors = gpu_div_up(a->channels, V);
+    int tc = 1;
+    while (tc < 32 && tc < vectors) tc *= 2;
+    a->channel_threads = tc;
+    a->vector_x = a->channels % V == 0 && (uintptr_t)a->x % 16 == 0;
+    a->vector_y = a->channels % V == 0 && (uintptr_t)a->y % 16 == 0;
+    return tc;
+}
+
+/* One block per tile, grid x = tiles along a row (the kernel strides over more), y as
+ * given, z = batch. */
+static void gpu_set_tile_grid(gpu_conv_args *a, gpu_launch *l, int64_t y) {
+    a->tiles_per_block = 1;
+    l->grid[0] = gpu_clamp(a->tiles_per_row, 1, gpu_limits.grid_x);
+    l->grid[1] = gpu_clamp(y, 1, gpu_limits.grid_yz);
+    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+}
+
 static int gpu_try_generic(gpu_conv_args *a, gpu_launch *l) {
     l->threads = 256;
     l->smem = 0;
@@ -120,10 +141,7 @@ static int gpu_try_lean(gpu_conv_args *a, gpu_launch *l) {
     l->threads = threads;
     l->smem = (size_t)gpu_lean_staged(threads, V, a->kernel_size, a->stride, a->dilation) * 16;
     a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, (int64_t)threads * GPU_LEAN_VPT * V);
-    a->tiles_per_block = 1;
-    l->grid[0] = gpu_clamp(a->tiles_per_row, 1, gpu_limits.grid_x);
-    l->grid[1] = gpu_clamp(a->channels, 1, gpu_limits.grid_yz);
-    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+    gpu_set_tile_grid(a, l, a->channels);
     return 1;
 }
 
@@ -166,15 +184,10 @@ static int gpu_try_lattice(gpu_conv_args *a, gpu_launch *l) {
 
 static int gpu_try_nlc(gpu_conv_args *a, gpu_launch *l) {
     if (a->layout != DWCONV_LAYOUT_NLC) return 0;
-    const int V = 16 / gpu_dtype_size(a->dtype);
+    const int V = 16 / gpu_dtype_size(a->dtype), tc = gpu_nlc_channel_threads(a, V);
     const int64_t vectors = gpu_div_up(a->channels, V);
-    int tc = 1;
-    while (tc < 32 && tc < vectors) tc *= 2;
     const int run = 32 / V;
-    a->channel_threads = tc;
     a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)(GPU_NLC_THREADS / tc) * run);
-    a->vector_x = a->channels % V == 0 && (uintptr_t)a->x % 16 == 0;
-    a->vector_y = a->channels % V == 0 && (uintptr_t)a->y % 16 == 0;
     l->threads = GPU_NLC_THREADS;
     l->smem = (size_t)gpu_nlc_smem(tc, V);
     /* blocks reuse staged weights across tiles only when all taps fit at once */
@@ -187,25 +200,18 @@ static int gpu_try_slide(gpu_conv_args *a, gpu_launch *l) {
         a->kernel_size > GPU_SLIDE_MAX_K)
         return 0;
     const int V = 16 / gpu_dtype_size(a->dtype), P = GPU_SLIDE_STEP(V, a->kernel_size);
+    const int tc = gpu_nlc_channel_threads(a, V);
     const int64_t vectors = gpu_div_up(a->channels, V);
-    int tc = 1; /* threads across channel vectors: a warp's loads stay whole lines */
-    while (tc < 32 && tc < vectors) tc *= 2;
     const int64_t channel_blocks = gpu_div_up(vectors, tc), runs_per_tile = GPU_SLIDE_THREADS / tc;
     /* longer runs (fewer re-read halo rows, weights loaded fewer times) while the GPU
      * keeps enough threads */
     const int64_t one_step = a->batch * channel_blocks * tc * gpu_div_up(a->output_length, P);
     a->steps = gpu_clamp(one_step / gpu_limits.enough_threads, 1, 16);
-    a->channel_threads = tc;
     a->tiles_per_row = gpu_div_up(a->output_length, runs_per_tile * a->steps * P);
-    a->tiles_per_block = 1;
-    a->vector_x = a->channels % V == 0 && (uintptr_t)a->x % 16 == 0;
-    a->vector_y = a->channels % V == 0 && (uintptr_t)a->y % 16 == 0;
     a->vector_w = (uintptr_t)a->weight % 16 == 0 && (uintptr_t)a->bias % 16 == 0;
     l->threads = GPU_SLIDE_THREADS;
     l->smem = 0;
-    l->grid[0] = gpu_clamp(a->tiles_per_row, 1, gpu_limits.grid_x);
-    l->grid[1] = gpu_clamp(channel_blocks, 1, gpu_limits.grid_yz);
-    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+    gpu_set_tile_grid(a, l, channel_blocks);
     return 1;
 }
 

@@ -61,7 +61,7 @@ static dwconv_status gpu_device_name(int device, char *name, size_t size, char *
     return DWCONV_SUCCESS;
 }
 
-/* DWCONV_GPU_KERNEL=auto|generic|vector|tile|lattice|nlc|lean|slide forces a kernel wherever it
+/* DWCONV_GPU_KERNEL=<one of gpu_kernel_names> forces a kernel wherever it
  * applies (tests run every kernel over the same descriptors; the bench compares). */
 static dwconv_status gpu_forced_kernel(int *kernel, char *msg) {
     const char *name = getenv("DWCONV_GPU_KERNEL");
@@ -72,8 +72,9 @@ static dwconv_status gpu_forced_kernel(int *kernel, char *msg) {
             *kernel = k;
             return DWCONV_SUCCESS;
         }
-    snprintf(msg, DWCONV_MSG_SIZE, "DWCONV_GPU_KERNEL='%s' is not one of auto, generic, vector, "
-             "tile, lattice, nlc, lean, slide", name);
+    int n = snprintf(msg, DWCONV_MSG_SIZE, "DWCONV_GPU_KERNEL='%s' is not one of", name);
+    for (int k = 0; k < GPU_KERNEL_COUNT && n > 0 && n < DWCONV_MSG_SIZE; k++)
+        n += snprintf(msg + n, DWCONV_MSG_SIZE - n, "%s %s", k ? "," : "", gpu_kernel_names[k]);
     return DWCONV_ERROR_INVALID_VALUE;
 }
 

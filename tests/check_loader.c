@@ -117,9 +117,9 @@ static void expect_unusable(dwconv_backend b, int loaded, const char *why) {
     ck_assert_int_eq(r.device_count, 0);
     ck_assert_msg(strstr(r.detail, why), "%s: detail '%s' does not say '%s'", name, r.detail, why);
 
-    dwconv_context *ctx = (dwconv_context *)&r;
+    dwconv_context *ctx = (dwconv_context *)&r; /* a failed call leaves it as it was */
     ck_assert(dwconv_context_create(&ctx, b, 0) == DWCONV_ERROR_BACKEND_UNAVAILABLE);
-    ck_assert(ctx == NULL);
+    ck_assert(ctx == (dwconv_context *)&r);
     const char *msg = dwconv_last_error();
     ck_assert_msg(strstr(msg, "dwconv_context_create") && strstr(msg, name) && strstr(msg, why),
                   "%s: the message '%s' does not give the reason '%s'", name, msg, why);
@@ -143,8 +143,10 @@ static const struct broken {
     const char *fake, *backend, *why;
 } broken[] = {
     {"fake_noentry", "cuda", "no symbol " DWCONV_MODULE_ENTRY_SYMBOL},
+    {"fake_oldabi", "cuda", "module ABI version 1 (dwconv 0.1)"},
     {"fake_abi", "cuda", "module ABI version"}, /* the numbers: checked below */
-    {"fake_nullmember", "cuda", "NULL member"},
+    {"fake_short", "cuda", "bytes, ABI 2 needs at least"},
+    {"fake_nullmember", "cuda", "NULL required member"},
     {"fake_nulltable", "hip", "no ops table"},
     {"fake_nodevice_cuda", "hip", "another backend"}, /* cuda's module as hip's */
 };
@@ -291,6 +293,29 @@ START_TEST(device_cuda) {
 }
 END_TEST
 
+/* A table that ends where the required members do: the core answers for every
+ * optional member with its stub, never calling past the table. */
+START_TEST(minimal_table) {
+    if (!install("fake_minimal", "cuda")) return;
+    dwconv_backend_report r = query(DWCONV_BACKEND_CUDA);
+    ck_assert_msg(r.loaded == 1 && r.device_count == 1, "%s", r.detail);
+    dwconv_context *ctx = NULL;
+    ck_assert(dwconv_context_create(&ctx, DWCONV_BACKEND_CUDA, 0) == DWCONV_SUCCESS);
+    int stream_object;
+    void *stream = &stream_object;
+    ck_assert(dwconv_context_set_stream(ctx, stream) == DWCONV_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(dwconv_last_error(), "no streams"), "%s", dwconv_last_error());
+    ck_assert(dwconv_context_set_stream(ctx, NULL) == DWCONV_SUCCESS);
+    ck_assert(dwconv_context_get_stream(ctx, &stream) == DWCONV_SUCCESS && stream == NULL);
+    ck_assert(dwconv_context_set_threads(ctx, 2) == DWCONV_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(dwconv_last_error(), "no thread count"), "%s", dwconv_last_error());
+    double ms = -1.0;
+    ck_assert(dwconv_timer_start(ctx) == DWCONV_ERROR_UNSUPPORTED);
+    ck_assert(dwconv_timer_stop(ctx, &ms) == DWCONV_ERROR_UNSUPPORTED && ms == -1.0);
+    ck_assert(dwconv_context_destroy(ctx) == DWCONV_SUCCESS);
+}
+END_TEST
+
 /* AUTO takes the first of cuda, hip with a device. */
 START_TEST(device_hip_only) {
     if (!install("fake_nodevice_cuda", "cuda") || !install("fake_device_hip", "hip")) return;
@@ -356,6 +381,7 @@ int main(void) {
 
     tc = core_tcase(s, "device", 0, setup, teardown);
     tcase_add_test(tc, device_cuda);
+    tcase_add_test(tc, minimal_table);
     tcase_add_test(tc, device_hip_only);
     tcase_add_test(tc, device_both);
 

@@ -15,16 +15,44 @@
 #define DWCONV_GPU_RUNTIME "CUDA"
 #define DWCONV_PTR_TYPE(attr) ((attr).type)
 #define DWCONV_PTR_MANAGED(attr) ((attr).type == cudaMemoryTypeManaged)
+/* the legacy default stream, whatever default the caller's code was built with */
+#define DWCONV_GPU_DEFAULT_STREAM cudaStreamLegacy
+#endif
+#ifndef DWCONV_GPU_ARCHS
+#define DWCONV_GPU_ARCHS "" /* unknown: every device is assumed to run the module */
 #endif
 
 typedef struct gpu_state {
     int device;
-    cudaStream_t own_stream;
-    cudaStream_t stream; /* own_stream, or the caller's */
+    cudaStream_t stream; /* the caller's, or NULL: the legacy default stream */
     cudaEvent_t start, stop;
     int timing;
     int forced_kernel; /* enum gpu_kernel_id, from DWCONV_GPU_KERNEL */
 } gpu_state;
+
+/* The stream the context's work goes to. */
+static cudaStream_t gpu_stream(const gpu_state *s) {
+    return s->stream ? s->stream : DWCONV_GPU_DEFAULT_STREAM;
+}
+
+/* Makes `device` current for a scope and gives the caller's current device back at
+ * its end, as cuBLAS and cuDNN do: a library call must not move the caller's work to
+ * another device. cudaGetDevice creates no context, so the check is cheap. */
+struct gpu_device_scope {
+    int previous;
+    cudaError_t err;
+    explicit gpu_device_scope(int device) : previous(-1) {
+        int current = 0;
+        err = cudaGetDevice(&current);
+        if (err == cudaSuccess && current != device) {
+            err = cudaSetDevice(device);
+            if (err == cudaSuccess) previous = current;
+        }
+    }
+    ~gpu_device_scope() {
+        if (previous >= 0) (void)cudaSetDevice(previous);
+    }
+};
 
 /* A failed runtime call: the message names the call and the runtime's words. The
  * source spells calls cudaX; a HIP build calls hipX (hip_compat.h maps the names one
@@ -41,6 +69,11 @@ static dwconv_status gpu_fail(cudaError_t err, const char *what, char *msg) {
         cudaError_t err_ = (call);                                                  \
         if (err_ != cudaSuccess) return gpu_fail(err_, #call, (msg));               \
     } while (0)
+
+/* Opens a gpu_device_scope on s's device named `scope`, or returns its failure. */
+#define GPU_ON_DEVICE(scope, s, msg)                                                \
+    gpu_device_scope scope((s)->device);                                            \
+    if (scope.err != cudaSuccess) return gpu_fail(scope.err, "cudaSetDevice", (msg))
 
 static int gpu_device_count(char *msg) {
     int n = 0;
@@ -60,6 +93,8 @@ static dwconv_status gpu_device_name(int device, char *name, size_t size, char *
              prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / (1 << 30));
     return DWCONV_SUCCESS;
 }
+
+#include "gpu_device_check.cuh"
 
 /* DWCONV_GPU_KERNEL=<one of gpu_kernel_names> forces a kernel wherever it
  * applies (tests run every kernel over the same descriptors; the bench compares). */
@@ -89,18 +124,16 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     }
     s->device = device;
     s->forced_kernel = forced;
-    cudaError_t err = cudaSetDevice(device);
-    if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&s->own_stream, cudaStreamNonBlocking);
+    gpu_device_scope scope(device);
+    cudaError_t err = scope.err;
     if (err == cudaSuccess) err = cudaEventCreate(&s->start);
     if (err == cudaSuccess) err = cudaEventCreate(&s->stop);
     if (err != cudaSuccess) {
-        dwconv_status st = gpu_fail(err, "creating the context's stream and events", msg);
+        dwconv_status st = gpu_fail(err, "creating the context's events", msg);
         if (s->start) (void)cudaEventDestroy(s->start);
-        if (s->own_stream) (void)cudaStreamDestroy(s->own_stream);
         free(s);
         return st;
     }
-    s->stream = s->own_stream;
     *state = s;
     return DWCONV_SUCCESS;
 }
@@ -108,18 +141,18 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
 static void gpu_context_destroy(void *state) {
     gpu_state *s = (gpu_state *)state;
     /* nothing can be reported from here: best effort */
-    (void)cudaSetDevice(s->device);
-    (void)cudaStreamSynchronize(s->stream);
-    (void)cudaEventDestroy(s->start);
-    (void)cudaEventDestroy(s->stop);
-    (void)cudaStreamDestroy(s->own_stream);
+    {
+        gpu_device_scope scope(s->device);
+        (void)cudaStreamSynchronize(gpu_stream(s));
+        (void)cudaEventDestroy(s->start);
+        (void)cudaEventDestroy(s->stop);
+    }
     free(s);
 }
 
 static dwconv_status gpu_set_stream(void *state, void *stream, char *msg) {
     (void)msg;
-    gpu_state *s = (gpu_state *)state;
-    s->stream = stream ? (cudaStream_t)stream : s->own_stream;
+    ((gpu_state *)state)->stream = (cudaStream_t)stream;
     return DWCONV_SUCCESS;
 }
 
@@ -140,7 +173,7 @@ static void gpu_describe(void *state, char *text, size_t size) {
 }
 
 static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *msg) {
-    GPU_TRY(cudaSetDevice(((gpu_state *)state)->device), msg);
+    GPU_ON_DEVICE(scope, (gpu_state *)state, msg);
     cudaError_t err = cudaMalloc(ptr, bytes);
     if (err != cudaSuccess) {
         *ptr = NULL;
@@ -153,7 +186,7 @@ static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *
 }
 
 static dwconv_status gpu_mem_free(void *state, void *ptr, char *msg) {
-    GPU_TRY(cudaSetDevice(((gpu_state *)state)->device), msg);
+    GPU_ON_DEVICE(scope, (gpu_state *)state, msg);
     GPU_TRY(cudaFree(ptr), msg);
     return DWCONV_SUCCESS;
 }
@@ -162,9 +195,9 @@ static dwconv_status gpu_mem_free(void *state, void *ptr, char *msg) {
  * reuse or read its buffer at once); copies on the device are stream-ordered. */
 static dwconv_status gpu_copy(gpu_state *s, void *dst, const void *src, size_t bytes,
                               cudaMemcpyKind kind, int wait, char *msg) {
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaMemcpyAsync(dst, src, bytes, kind, s->stream), msg);
-    if (wait) GPU_TRY(cudaStreamSynchronize(s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaMemcpyAsync(dst, src, bytes, kind, gpu_stream(s)), msg);
+    if (wait) GPU_TRY(cudaStreamSynchronize(gpu_stream(s)), msg);
     return DWCONV_SUCCESS;
 }
 
@@ -185,8 +218,8 @@ static dwconv_status gpu_copy_on_backend(void *state, void *dst, const void *src
 
 static dwconv_status gpu_synchronize(void *state, char *msg) {
     gpu_state *s = (gpu_state *)state;
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaStreamSynchronize(s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaStreamSynchronize(gpu_stream(s)), msg);
     return DWCONV_SUCCESS;
 }
 
@@ -240,26 +273,31 @@ static dwconv_status check_element_alignment(const void *p, int dtype, const cha
     return DWCONV_ERROR_BAD_POINTER;
 }
 
-static dwconv_status gpu_forward(void *state, const dwconv_plan *plan, const void *x,
-                                 const void *weight, const void *bias, void *y, char *msg) {
-    gpu_state *s = (gpu_state *)state;
-    const dwconv_desc *d = &plan->desc;
-    dwconv_status st;
-    if ((st = check_element_alignment(x, d->dtype, "x", msg)) ||
-        (st = check_element_alignment(y, d->dtype, "y", msg)) ||
-        (st = check_element_alignment(weight, d->weight_dtype, "weight", msg)) ||
-        (st = check_element_alignment(bias, d->weight_dtype, "bias", msg)))
-        return st;
-    gpu_conv_args a = gpu_args_make(plan, x, weight, bias, y);
+/* The one route of a problem through this module: supports and run both ask it, so
+ * a precondition and its check are the same code. */
+static dwconv_status gpu_route(const dwconv_problem *p, char *msg) {
+    if (p->op == DWCONV_OP_FORWARD) return DWCONV_SUCCESS;
+    snprintf(msg, DWCONV_MSG_SIZE, "operation %d is not in this " DWCONV_GPU_RUNTIME
+             " module yet", (int)p->op);
+    return DWCONV_ERROR_UNSUPPORTED;
+}
+
+static dwconv_status gpu_supports(void *state, const dwconv_problem *p, char *msg) {
+    (void)state;
+    return gpu_route(p, msg);
+}
+
+static dwconv_status gpu_forward(gpu_state *s, const dwconv_problem *p, char *msg) {
+    gpu_conv_args a = gpu_args_make(p);
     gpu_launch l;
     gpu_plan_launch(s->forced_kernel, &a, &l);
     const gpu_kernel_fn kernel = gpu_kernel_instance(&a, l.kernel);
 
-    GPU_TRY(cudaSetDevice(s->device), msg);
+    GPU_ON_DEVICE(scope, s, msg);
     void *params[] = {&a};
     const dim3 grid((unsigned)l.grid[0], (unsigned)l.grid[1], (unsigned)l.grid[2]);
     cudaError_t err = cudaLaunchKernel((const void *)kernel, grid, dim3((unsigned)l.threads),
-                                       params, l.smem, s->stream);
+                                       params, l.smem, gpu_stream(s));
     if (err == cudaSuccess) err = cudaGetLastError();
     if (err != cudaSuccess) {
         (void)cudaGetLastError(); /* a failed launch is not sticky: later calls may work */
@@ -273,10 +311,25 @@ static dwconv_status gpu_forward(void *state, const dwconv_plan *plan, const voi
     return DWCONV_SUCCESS;
 }
 
+static dwconv_status gpu_run(void *state, const dwconv_problem *p, char *msg) {
+    gpu_state *s = (gpu_state *)state;
+    dwconv_status st = gpu_route(p, msg);
+    if (st) return st;
+    /* every kernel reads and writes whole elements */
+    static const struct { int role; const char *name; } operands[] = {
+        {DWCONV_ROLE_X, "x"}, {DWCONV_ROLE_Y, "y"}, {DWCONV_ROLE_WEIGHT, "weight"},
+        {DWCONV_ROLE_BIAS, "bias"}};
+    for (size_t i = 0; i < sizeof operands / sizeof operands[0]; i++) {
+        const dwconv_operand *t = &p->operand[operands[i].role];
+        if ((st = check_element_alignment(t->data, t->dtype, operands[i].name, msg))) return st;
+    }
+    return gpu_forward(s, p, msg);
+}
+
 static dwconv_status gpu_timer_start(void *state, char *msg) {
     gpu_state *s = (gpu_state *)state;
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaEventRecord(s->start, s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaEventRecord(s->start, gpu_stream(s)), msg);
     s->timing = 1;
     return DWCONV_SUCCESS;
 }
@@ -289,8 +342,8 @@ static dwconv_status gpu_timer_stop(void *state, double *ms, char *msg) {
     }
     s->timing = 0;
     float elapsed = 0.0f;
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaEventRecord(s->stop, s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaEventRecord(s->stop, gpu_stream(s)), msg);
     GPU_TRY(cudaEventSynchronize(s->stop), msg);
     GPU_TRY(cudaEventElapsedTime(&elapsed, s->start, s->stop), msg);
     *ms = elapsed;
@@ -305,9 +358,6 @@ static const dwconv_module_ops gpu_ops = {
     gpu_device_name,
     gpu_context_create,
     gpu_context_destroy,
-    gpu_set_stream,
-    gpu_get_stream,
-    gpu_set_threads,
     gpu_describe,
     gpu_mem_alloc,
     gpu_mem_free,
@@ -316,12 +366,17 @@ static const dwconv_module_ops gpu_ops = {
     gpu_copy_on_backend,
     gpu_synchronize,
     gpu_check_pointer,
-    gpu_forward,
+    gpu_supports,
+    gpu_run,
+    gpu_device_check,
+    gpu_set_stream,
+    gpu_get_stream,
+    gpu_set_threads,
     gpu_timer_start,
     gpu_timer_stop,
 };
 
 extern "C" __attribute__((visibility("default"))) const dwconv_module_ops *
-dwconv_module_entry_v1(void) {
+dwconv_module_entry(void) {
     return &gpu_ops;
 }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 
 #include "cpu.h"
-#include "dwconv_elements.h"
 #include "fast.h"
 #include "reference.h"
 
@@ -35,23 +34,12 @@ int dwconv_cpu_streams(size_t output_bytes) {
     return output_bytes > (size_t)cache;
 }
 
-/* Outputs of rows [r0, r1) (row = b*C + c) one by one, as the reference computes
- * them: for operands whose strides fit neither driver. */
-static void strided_rows(const dwconv_problem *p, int64_t r0, int64_t r1) {
-    const dwconv_desc *d = &p->desc;
-    const dwconv_operand *y = &p->operand[DWCONV_ROLE_Y];
-    for (int64_t r = r0; r < r1; r++) {
-        const int64_t b = r / d->channels, c = r % d->channels;
-        for (int64_t o = 0; o < p->output_length; o++)
-            dwconv_store(d->dtype, y->data, dwconv_ref_at(y, b, c, o),
-                         dwconv_activate(d->activation, dwconv_ref_preactivation(p, b, c, o)));
-    }
-}
-
+/* Outputs one by one, as the reference computes them, for operands whose strides fit
+ * neither driver (and rows whose staging would outgrow the data). */
 static dwconv_status strided_forward(const dwconv_problem *p, int nt) {
     const int64_t rows = p->desc.batch * p->desc.channels;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (int64_t r = 0; r < rows; r++) strided_rows(p, r, r + 1);
+    for (int64_t r = 0; r < rows; r++) dwconv_ref_forward_rows(p, r, r + 1);
     return DWCONV_SUCCESS;
 }
 

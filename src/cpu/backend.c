@@ -154,26 +154,30 @@ static dwconv_status cpu_check_pointer(void *state, const void *ptr, size_t byte
     return DWCONV_SUCCESS; /* any host memory will do; nothing more can be checked */
 }
 
-/* The one route of a problem through this backend: the fast path where it has the
- * operation, else the reference on one thread. supports and run both ask it. */
-typedef enum cpu_route { ROUTE_FAST, ROUTE_REFERENCE } cpu_route;
-
-static cpu_route route(const dwconv_problem *p) {
-    return p->op == DWCONV_OP_FORWARD ? ROUTE_FAST : ROUTE_REFERENCE;
-}
-
-static dwconv_status cpu_supports(void *state, const dwconv_problem *p, char *msg) {
-    (void)state, (void)msg;
-    (void)route(p);
-    return DWCONV_SUCCESS; /* the reference has every operation */
-}
-
+/* The one route of a problem through this backend, by operation. The index arrays of
+ * the causal operations are host memory here: checked before anything is written. */
 static dwconv_status cpu_run(void *state, const dwconv_problem *p, char *msg) {
-    if (route(p) == ROUTE_REFERENCE) return dwconv_reference_run(p, msg);
-    dwconv_status st = dwconv_cpu_fast(p, ((cpu_state *)state)->threads);
+    const int threads = ((cpu_state *)state)->threads;
+    dwconv_status st;
+    switch (p->op) {
+    case DWCONV_OP_FORWARD: st = dwconv_cpu_fast(p, threads); break;
+    case DWCONV_OP_BACKWARD: return dwconv_cpu_backward(p, threads, msg);
+    case DWCONV_OP_CAUSAL_FORWARD:
+    case DWCONV_OP_CAUSAL_UPDATE:
+        if ((st = dwconv_ref_check_indices(p, msg))) return st;
+        return dwconv_cpu_causal(p, threads, msg);
+    default:
+        snprintf(msg, DWCONV_MSG_SIZE, "operation %d is not a dwconv operation", (int)p->op);
+        return DWCONV_ERROR_INVALID_VALUE;
+    }
     if (st == DWCONV_ERROR_UNSUPPORTED) snprintf(msg, DWCONV_MSG_SIZE, "%s", dwconv_cpu_simd_error());
     else if (st) snprintf(msg, DWCONV_MSG_SIZE, "cannot allocate the cpu path's scratch memory");
     return st;
+}
+
+static dwconv_status cpu_supports(void *state, const dwconv_problem *p, char *msg) {
+    (void)state, (void)p, (void)msg;
+    return DWCONV_SUCCESS; /* every operation, every option */
 }
 
 static double now_ms(void) {

@@ -15,6 +15,11 @@ const dwconv_module_ops *dwconv_cpu_ops(void);
  * DWCONV_CPU_SIMD cannot be met or the operation is not one it has. */
 dwconv_status dwconv_cpu_fast(const dwconv_problem *p, int threads);
 
+/* The backward pass (backward.c) and the causal operations (causal.c) on host
+ * memory, threads as above; a failure says why in msg, nothing written. */
+dwconv_status dwconv_cpu_backward(const dwconv_problem *p, int threads, char *msg);
+dwconv_status dwconv_cpu_causal(const dwconv_problem *p, int threads, char *msg);
+
 /* The SIMD flavour the fast path uses on this CPU ("generic", ...). */
 const char *dwconv_cpu_simd_name(void);
 

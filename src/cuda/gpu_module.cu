@@ -3,77 +3,12 @@
  * after hip_compat.h maps the runtime's names). It exports only the entry symbol;
  * every failure becomes a status and a message, never an abort.
  */
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "dwconv_module.h"
 #include "gpu_kernels.cuh"
+#include "gpu_runtime.cuh"
 
-#ifndef DWCONV_GPU_NAME
-#define DWCONV_GPU_NAME "cuda"
-#define DWCONV_GPU_RUNTIME "CUDA"
-#define DWCONV_PTR_TYPE(attr) ((attr).type)
-#define DWCONV_PTR_MANAGED(attr) ((attr).type == cudaMemoryTypeManaged)
-/* the legacy default stream, whatever default the caller's code was built with */
-#define DWCONV_GPU_DEFAULT_STREAM cudaStreamLegacy
-#endif
-#ifndef DWCONV_GPU_ARCHS
-#define DWCONV_GPU_ARCHS "" /* unknown: every device is assumed to run the module */
-#endif
-
-typedef struct gpu_state {
-    int device;
-    cudaStream_t stream; /* the caller's, or NULL: the legacy default stream */
-    cudaEvent_t start, stop;
-    int timing;
-    int forced_kernel; /* enum gpu_kernel_id, from DWCONV_GPU_KERNEL */
-} gpu_state;
-
-/* The stream the context's work goes to. */
-static cudaStream_t gpu_stream(const gpu_state *s) {
-    return s->stream ? s->stream : DWCONV_GPU_DEFAULT_STREAM;
-}
-
-/* Makes `device` current for a scope and gives the caller's current device back at
- * its end, as cuBLAS and cuDNN do: a library call must not move the caller's work to
- * another device. cudaGetDevice creates no context, so the check is cheap. */
-struct gpu_device_scope {
-    int previous;
-    cudaError_t err;
-    explicit gpu_device_scope(int device) : previous(-1) {
-        int current = 0;
-        err = cudaGetDevice(&current);
-        if (err == cudaSuccess && current != device) {
-            err = cudaSetDevice(device);
-            if (err == cudaSuccess) previous = current;
-        }
-    }
-    ~gpu_device_scope() {
-        if (previous >= 0) (void)cudaSetDevice(previous);
-    }
-};
-
-/* A failed runtime call: the message names the call and the runtime's words. The
- * source spells calls cudaX; a HIP build calls hipX (hip_compat.h maps the names one
- * to one), so the message says what the user's runtime actually ran. */
-static dwconv_status gpu_fail(cudaError_t err, const char *what, char *msg) {
-    const char *rest = strncmp(what, "cuda", 4) == 0 ? what + 4 : NULL;
-    snprintf(msg, DWCONV_MSG_SIZE, "%s%s: %s: %s", rest ? DWCONV_GPU_NAME : "", rest ? rest : what,
-             cudaGetErrorName(err), cudaGetErrorString(err));
-    return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
-}
-
-#define GPU_TRY(call, msg)                                                          \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        if (err_ != cudaSuccess) return gpu_fail(err_, #call, (msg));               \
-    } while (0)
-
-/* Opens a gpu_device_scope on s's device named `scope`, or returns its failure. */
-#define GPU_ON_DEVICE(scope, s, msg)                                                \
-    gpu_device_scope scope((s)->device);                                            \
-    if (scope.err != cudaSuccess) return gpu_fail(scope.err, "cudaSetDevice", (msg))
 
 static int gpu_device_count(char *msg) {
     int n = 0;
@@ -128,12 +63,16 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     cudaError_t err = scope.err;
     if (err == cudaSuccess) err = cudaEventCreate(&s->start);
     if (err == cudaSuccess) err = cudaEventCreate(&s->stop);
+    if (err == cudaSuccess)
+        err = cudaHostAlloc((void **)&s->violation, sizeof *s->violation, cudaHostAllocMapped);
     if (err != cudaSuccess) {
         dwconv_status st = gpu_fail(err, "creating the context's events", msg);
+        if (s->stop) (void)cudaEventDestroy(s->stop);
         if (s->start) (void)cudaEventDestroy(s->start);
         free(s);
         return st;
     }
+    memset(s->violation, 0, sizeof *s->violation);
     *state = s;
     return DWCONV_SUCCESS;
 }
@@ -146,6 +85,8 @@ static void gpu_context_destroy(void *state) {
         (void)cudaStreamSynchronize(gpu_stream(s));
         (void)cudaEventDestroy(s->start);
         (void)cudaEventDestroy(s->stop);
+        (void)cudaFreeHost(s->violation);
+        if (s->scratch) (void)cudaFree(s->scratch);
     }
     free(s);
 }
@@ -220,6 +161,16 @@ static dwconv_status gpu_synchronize(void *state, char *msg) {
     gpu_state *s = (gpu_state *)state;
     GPU_ON_DEVICE(scope, s, msg);
     GPU_TRY(cudaStreamSynchronize(gpu_stream(s)), msg);
+    /* a call whose device-resident indices broke a rule wrote nothing: say which */
+    volatile dwconv_index_violation *v = s->violation;
+    if (v->code != DWCONV_INDEX_OK) {
+        dwconv_index_violation seen = {v->code, v->value, v->at, v->other};
+        memset((void *)s->violation, 0, sizeof *s->violation);
+        char rule[DWCONV_MSG_SIZE - 64];
+        dwconv_index_message(&seen, rule, sizeof rule);
+        snprintf(msg, DWCONV_MSG_SIZE, "an earlier call wrote nothing: %s", rule);
+        return DWCONV_ERROR_INVALID_VALUE;
+    }
     return DWCONV_SUCCESS;
 }
 
@@ -262,68 +213,34 @@ static dwconv_status gpu_check_pointer(void *state, const void *ptr, size_t byte
     return st;
 }
 
-/* Every kernel reads and writes whole elements; memory that is not aligned to its
- * element size cannot be used (the cpu backend would take it). */
-static dwconv_status check_element_alignment(const void *p, int dtype, const char *what,
-                                             char *msg) {
-    const size_t size = (size_t)gpu_dtype_size(dtype);
-    if (!p || (uintptr_t)p % size == 0) return DWCONV_SUCCESS;
-    snprintf(msg, DWCONV_MSG_SIZE, "%s (%p) is not aligned to its %zu-byte elements", what, p,
-             size);
-    return DWCONV_ERROR_BAD_POINTER;
-}
+#include "gpu_op_backward.cuh"
+#include "gpu_op_causal.cuh"
+#include "gpu_op_forward.cuh"
 
-/* The one route of a problem through this module: supports and run both ask it, so
- * a precondition and its check are the same code. */
-static dwconv_status gpu_route(const dwconv_problem *p, char *msg) {
-    if (p->op == DWCONV_OP_FORWARD) return DWCONV_SUCCESS;
-    snprintf(msg, DWCONV_MSG_SIZE, "operation %d is not in this " DWCONV_GPU_RUNTIME
-             " module yet", (int)p->op);
-    return DWCONV_ERROR_UNSUPPORTED;
+/* The one route of a problem through this module, by operation: supports and run
+ * both ask it, so a precondition and its check are the same code. */
+static dwconv_status gpu_route(gpu_state *s, const dwconv_problem *p, int launch, char *msg) {
+    switch (p->op) {
+    case DWCONV_OP_FORWARD: return gpu_op_forward(s, p, launch, msg);
+    case DWCONV_OP_BACKWARD: return gpu_op_backward(s, p, launch, msg);
+    case DWCONV_OP_CAUSAL_FORWARD:
+    case DWCONV_OP_CAUSAL_UPDATE: return gpu_op_causal(s, p, launch, msg);
+    default: break;
+    }
+    snprintf(msg, DWCONV_MSG_SIZE, "operation %d is not a dwconv operation", (int)p->op);
+    return DWCONV_ERROR_INVALID_VALUE;
 }
 
 static dwconv_status gpu_supports(void *state, const dwconv_problem *p, char *msg) {
-    (void)state;
-    return gpu_route(p, msg);
-}
-
-static dwconv_status gpu_forward(gpu_state *s, const dwconv_problem *p, char *msg) {
-    gpu_conv_args a = gpu_args_make(p);
-    gpu_launch l;
-    gpu_plan_launch(s->forced_kernel, &a, &l);
-    const gpu_kernel_fn kernel = gpu_kernel_instance(&a, l.kernel);
-
-    GPU_ON_DEVICE(scope, s, msg);
-    void *params[] = {&a};
-    const dim3 grid((unsigned)l.grid[0], (unsigned)l.grid[1], (unsigned)l.grid[2]);
-    cudaError_t err = cudaLaunchKernel((const void *)kernel, grid, dim3((unsigned)l.threads),
-                                       params, l.smem, gpu_stream(s));
-    if (err == cudaSuccess) err = cudaGetLastError();
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError(); /* a failed launch is not sticky: later calls may work */
-        snprintf(msg, DWCONV_MSG_SIZE, "launching the %s kernel (%lldx%lldx%lld blocks of %d "
-                 "threads, %zu bytes of shared memory): %s: %s", gpu_kernel_names[l.kernel],
-                 (long long)l.grid[0], (long long)l.grid[1], (long long)l.grid[2], l.threads,
-                 l.smem, cudaGetErrorName(err), cudaGetErrorString(err));
-        return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY
-                                                : DWCONV_ERROR_DEVICE;
-    }
-    return DWCONV_SUCCESS;
+    return gpu_route((gpu_state *)state, p, 0, msg);
 }
 
 static dwconv_status gpu_run(void *state, const dwconv_problem *p, char *msg) {
     gpu_state *s = (gpu_state *)state;
-    dwconv_status st = gpu_route(p, msg);
+    dwconv_status st = gpu_check_alignment(p, msg);
     if (st) return st;
-    /* every kernel reads and writes whole elements */
-    static const struct { int role; const char *name; } operands[] = {
-        {DWCONV_ROLE_X, "x"}, {DWCONV_ROLE_Y, "y"}, {DWCONV_ROLE_WEIGHT, "weight"},
-        {DWCONV_ROLE_BIAS, "bias"}};
-    for (size_t i = 0; i < sizeof operands / sizeof operands[0]; i++) {
-        const dwconv_operand *t = &p->operand[operands[i].role];
-        if ((st = check_element_alignment(t->data, t->dtype, operands[i].name, msg))) return st;
-    }
-    return gpu_forward(s, p, msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    return gpu_route(s, p, 1, msg);
 }
 
 static dwconv_status gpu_timer_start(void *state, char *msg) {

@@ -7,53 +7,40 @@
 #include <stdlib.h>
 
 #include "dwconv_elements.h"
+#include "dwconv_index_rules.h"
 #include "reference.h"
 
 static const int32_t *indices(const dwconv_problem *p, dwconv_role role) {
     return (const int32_t *)p->operand[role].data;
 }
 
+static dwconv_status violated(dwconv_index_violation v, char *msg) {
+    dwconv_index_message(&v, msg, DWCONV_MSG_SIZE);
+    return DWCONV_ERROR_INVALID_VALUE;
+}
+
 dwconv_status dwconv_ref_check_indices(const dwconv_problem *p, char *msg) {
-    const int64_t B = p->desc.batch, L = p->desc.length, N = p->state_count;
+    const int64_t B = p->desc.batch, N = p->state_count;
     const int32_t *cu = indices(p, DWCONV_ROLE_CU_SEQLENS);
-    if (cu) {
-        if (cu[0] != 0) {
-            snprintf(msg, DWCONV_MSG_SIZE, "cu_seqlens[0] is %d, must be 0", cu[0]);
-            return DWCONV_ERROR_INVALID_VALUE;
-        }
-        for (int64_t n = 0; n < N; n++)
-            if (cu[n + 1] < cu[n]) {
-                snprintf(msg, DWCONV_MSG_SIZE, "cu_seqlens decreases: [%lld] = %d after [%lld] = "
-                         "%d", (long long)n + 1, cu[n + 1], (long long)n, cu[n]);
-                return DWCONV_ERROR_INVALID_VALUE;
-            }
-        if (cu[N] != L) {
-            snprintf(msg, DWCONV_MSG_SIZE, "cu_seqlens[%lld] is %d, must be length (%lld)",
-                     (long long)N, cu[N], (long long)L);
-            return DWCONV_ERROR_INVALID_VALUE;
-        }
+    for (int64_t n = 0; cu && n <= N; n++) {
+        dwconv_index_violation v = dwconv_check_cu_seqlens(cu, n, N, p->desc.length);
+        if (v.code) return violated(v, msg);
     }
     const int32_t *slot = indices(p, DWCONV_ROLE_STATE_INDICES);
-    for (int64_t b = 0; slot && b < B; b++)
-        if (slot[b] >= N) {
-            snprintf(msg, DWCONV_MSG_SIZE, "state_indices[%lld] is %d, outside the pool of %lld",
-                     (long long)b, slot[b], (long long)N);
-            return DWCONV_ERROR_INVALID_VALUE;
-        }
+    for (int64_t b = 0; slot && b < B; b++) {
+        dwconv_index_violation v = dwconv_check_slot(slot, b, N);
+        if (v.code) return violated(v, msg);
+    }
     for (int64_t b = 0; slot && b < B; b++) /* two sequences, one state: which wins? */
         for (int64_t e = b + 1; slot[b] >= 0 && e < B; e++)
-            if (slot[e] == slot[b]) {
-                snprintf(msg, DWCONV_MSG_SIZE, "state_indices[%lld] and [%lld] are both slot %d",
-                         (long long)b, (long long)e, slot[b]);
-                return DWCONV_ERROR_INVALID_VALUE;
-            }
+            if (slot[e] == slot[b])
+                return violated((dwconv_index_violation){DWCONV_INDEX_SLOT_TWICE, slot[b], e, b},
+                                msg);
     const int32_t *seen = indices(p, DWCONV_ROLE_CACHE_SEQLENS);
-    for (int64_t b = 0; seen && b < B; b++)
-        if (seen[b] < 0) {
-            snprintf(msg, DWCONV_MSG_SIZE, "cache_seqlens[%lld] is %d, must be >= 0",
-                     (long long)b, seen[b]);
-            return DWCONV_ERROR_INVALID_VALUE;
-        }
+    for (int64_t b = 0; seen && b < B; b++) {
+        dwconv_index_violation v = dwconv_check_seqlen(seen, b);
+        if (v.code) return violated(v, msg);
+    }
     return DWCONV_SUCCESS;
 }
 

@@ -461,11 +461,9 @@ START_TEST(flavour_lookup) {
 }
 END_TEST
 
-static SRunner *runner; /* to ask whether each test runs in a child of its own */
-
-/* DWCONV_CPU_SIMD is read once per process: these run in a fresh child (CK_FORK). */
+/* DWCONV_CPU_SIMD is read once per process: these run in a fresh child (main forces
+ * CK_FORK). */
 START_TEST(environment_override) {
-    if (srunner_fork_status(runner) == CK_NOFORK) return;
     const char *request = _i == 0 ? "avx9" : "generic";
     setenv("DWCONV_CPU_SIMD", request, 1);
     dwconv_context *ctx;
@@ -511,9 +509,8 @@ static dwconv_problem forward_problem(const dwconv_desc *d, const void *x, const
 /* Descriptors whose scratch needs tens or hundreds of MB, under an address-space
  * limit: the fast path must fail before it writes anything. */
 START_TEST(out_of_memory_leaves_y) {
-    if (srunner_fork_status(runner) == CK_NOFORK) return;
     size_t in_use = address_space_in_use();
-    if (!in_use) return; /* no /proc: nothing to measure the limit against */
+    ck_assert_msg(in_use, "needs /proc/self/statm to set an address-space limit");
     for (int layout = 0; layout < 2; layout++) {
         dwconv_desc d = shape(1, 1, 8 << 20, 8 << 20);
         d.dtype = d.weight_dtype = DWCONV_BF16;
@@ -549,8 +546,7 @@ END_TEST
  * seconds in 0.1). Under an address-space limit of 64 MB more than in use, they run
  * and equal the oracle. */
 START_TEST(huge_span_costs_only_the_work) {
-    if (srunner_fork_status(runner) == CK_NOFORK) return;
-    if (!address_space_in_use()) return; /* no /proc: nothing to measure against */
+    ck_assert_msg(address_space_in_use(), "needs /proc/self/statm to set a limit");
     dwconv_desc cases[2];
     cases[0] = shape(1, 1, 2, 2);
     cases[0].dilation = (int64_t)1 << 30;
@@ -651,7 +647,10 @@ static Suite *cpu_fast_suite(void) {
 }
 
 int main(void) {
-    runner = srunner_create(cpu_fast_suite());
+    SRunner *runner = srunner_create(cpu_fast_suite());
+    /* every test in a child of its own, whatever CK_FORK says: some read DWCONV_CPU_SIMD
+     * (once per process) or set an address-space limit */
+    srunner_set_fork_status(runner, CK_FORK);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

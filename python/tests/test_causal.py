@@ -115,12 +115,24 @@ def test_fn_gradients(device, with_states, activation):
     if with_states:
         loss64 = loss64 + (f64 * dfinal.double().cpu()).sum()
     loss64.backward()
-    for t, ref in zip(leaves, leaves64):
+    if activation is not None:
+        # silu: each gradient is a sum of at most n products of g (a few f32 roundings
+        # from the exact silu') and an input: n roundings of the sum of magnitudes
+        n = b * length + 16
+        mags = [t.detach().abs().requires_grad_() for t in leaves64]
+        mo, mf = models.causal_fn(mags[0], mags[1], mags[2],
+                                  initial_states=mags[3] if with_states else None)
+        mloss = (mo * dy.double().cpu().abs() * 1.1).sum()
+        if with_states:
+            mloss = mloss + (mf * dfinal.double().cpu().abs()).sum()
+        mloss.backward()
+    for i, (t, ref) in enumerate(zip(leaves, leaves64)):
         assert t.grad.shape == ref.grad.shape
         if activation is None:
             assert torch.equal(t.grad.double().cpu(), ref.grad)
         else:
-            assert torch.allclose(t.grad.double().cpu(), ref.grad, rtol=1e-5, atol=1e-4)
+            tol = n * 2.0 ** -23 * mags[i].grad
+            assert ((t.grad.double().cpu() - ref.grad).abs() <= tol).all()
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -80,6 +80,15 @@ static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
     return gpu_vec_pack<DT>(e);
 }
 
+/* dwconv_silu, bit for bit (NaN payloads aside): the same exponential and
+ * operations, yr from gpu_rcp_rn (no division), and the cold path (|x| > 86, NaN)
+ * taken by the rare threads that need it. */
+static __device__ __forceinline__ float gpu_silu(float x) {
+    if (!(fabsf(x) <= DWCONV_SILU_COLD)) return dwconv_silu_cold(x);
+    const float t = dwconv_exp(-x);
+    return dwconv_silu_hot(x, t, gpu_rcp_rn(1.0f + t));
+}
+
 /* The activation of n values: one branch for all of them, not one per value. */
 template <int N>
 static __device__ __forceinline__ void gpu_activate_all(int activation, float *v) {
@@ -88,7 +97,7 @@ static __device__ __forceinline__ void gpu_activate_all(int activation, float *v
         for (int i = 0; i < N; i++) v[i] = dwconv_relu(v[i]);
     } else if (activation == DWCONV_ACT_SILU) {
 #pragma unroll
-        for (int i = 0; i < N; i++) v[i] = dwconv_silu(v[i]);
+        for (int i = 0; i < N; i++) v[i] = gpu_silu(v[i]);
     }
 }
 

@@ -114,20 +114,36 @@ static void expect_clean(const tally *t, const char *what) {
 
 /* ---- exp ----------------------------------------------------------------------- */
 
-/* dwconv_exp(v) for |v| <= 86 (all it is defined for) against e^v in long double:
- * always a normal float, within EXP_MAX_ULP ulp. */
+/* dwconv_exp(v) against e^v in long double: NaN for NaN; +inf where e^v rounds past
+ * FLT_MAX; within EXP_MAX_ULP ulp where it is normal (for |v| <= 86 always, and
+ * then it must be dwconv_exp_bits' float); within EXP_SUBNORMAL_MAX spacings (2^-149)
+ * where it is subnormal or zero: p's error (under 2^-23 relative) on a value below
+ * 2^-126 is under one spacing, and the final scaling rounds once (half of one). */
+#define EXP_SUBNORMAL_MAX 1.5
 static void check_exp_batch(const uint32_t *bits, int n, tally *t) {
     for (int i = 0; i < n; i++) {
         float v = dwconv_f32_from_bits(bits[i]), r = dwconv_exp(v);
         t->checked++;
+        if (isnan(v)) {
+            if (!isnan(r)) fail_at(t, "exp(NaN 0x%08x) = %a, want NaN", bits[i], r);
+            continue;
+        }
+        if (fabsf(v) <= DWCONV_SILU_COLD && dwconv_f32_bits(r) != dwconv_exp_bits(v)) {
+            fail_at(t, "exp(%a) = %a is not dwconv_exp_bits' value", v, r);
+            continue;
+        }
         long double want = expl((long double)v);
-        if (!(fabsf(r) >= FLT_MIN && fabsf(r) <= FLT_MAX)) {
-            fail_at(t, "exp(%a) = %a, want the normal %La", v, r, want);
+        if (isinf((float)want) || isinf(r)) {
+            if (!(isinf((float)want) && isinf(r) && r > 0))
+                fail_at(t, "exp(%a) = %a, want %La", v, r, want);
             continue;
         }
         double err = (double)(fabsl((long double)r - want) / ulp_f32l(want));
-        note_error(t, err, bits[i]);
-        if (!(err <= EXP_MAX_ULP)) fail_at(t, "exp(%a) = %a, want %La (%.3g ulp)", v, r, want, err);
+        int subnormal = want < FLT_MIN;
+        if (!subnormal) note_error(t, err, bits[i]);
+        if (!(err <= (subnormal ? EXP_SUBNORMAL_MAX : EXP_MAX_ULP)) || r < 0.0f)
+            fail_at(t, "exp(%a) = %a, want %La (%.3g %s)", v, r, want, err,
+                    subnormal ? "spacings" : "ulp");
     }
 }
 
@@ -150,8 +166,12 @@ START_TEST(exp_sweep) {
     tally t = {0};
     walk(0, 0x42ac0000u /* 86 */, stride(37), SIGN_BOTH, check_exp_batch, &t);
     walk(0, 0x00100000u, 1, SIGN_BOTH, check_exp_batch, &t); /* tiny v: p = 1 + v rounds */
-    walk(0x42a80000u, 0x42ac0000u, 1, SIGN_BOTH, check_exp_batch, &t); /* 84 .. 86 */
-    expect_clean(&t, "dwconv_exp vs expl on [-86, 86] (ulp)");
+    walk(0x42a80000u, 0x42b40000u, 1, SIGN_POS, check_exp_batch, &t); /* 84 .. 90: overflow */
+    walk(0x42a80000u, 0x42d20000u, 1, SIGN_NEG, check_exp_batch, &t); /* -84 .. -105:
+                                                                   subnormal results, 0 */
+    walk(0x42b40000u, 0x7fffffffu, stride(4099), SIGN_BOTH, check_exp_batch, &t); /* to inf,
+                                                                   NaN */
+    expect_clean(&t, "dwconv_exp vs expl (normal results, in ulp)");
     tally raised = {0};
     walk(0x42ac0001u, 0x42e00000u /* 112 */, stride(3), SIGN_NEG, check_raised_exp_batch, &raised);
     expect_clean(&raised, "dwconv_exp_bits raised by 2^64 on [-112, -86) (ulp)");
@@ -161,6 +181,13 @@ END_TEST
 START_TEST(exp_specials) {
     /* exact where the contract's steps are exact */
     ck_assert(dwconv_exp(0.0f) == 1.0f && dwconv_exp(-0.0f) == 1.0f);
+    ck_assert(isnan(dwconv_exp(NAN)));
+    ck_assert(dwconv_exp(INFINITY) == INFINITY);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(-INFINITY)), 0u); /* +0, not -0 */
+    ck_assert(dwconv_exp(89.5f) == INFINITY && dwconv_exp(88.8f) == INFINITY);
+    ck_assert(dwconv_exp(88.7f) < INFINITY);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(-104.5f)), 0u);
+    ck_assert(dwconv_exp(-103.0f) > 0.0f && dwconv_exp(-103.0f) < FLT_MIN);
     /* the extremes of the hot range are normal floats near e^-86 and e^86 */
     ck_assert(dwconv_exp(-86.0f) > 4.4e-38f && dwconv_exp(-86.0f) < 4.5e-38f);
     ck_assert(dwconv_exp(86.0f) > 2.2e37f && dwconv_exp(86.0f) < 2.3e37f);

@@ -20,8 +20,8 @@ enum { EXP_OF_X = -1, EXP_OF_MINUS_X = -2 };
 /* Eight values at a time, as the 16-bit kernels hold them (the tail one by one). */
 void gpu_emulated_activate(int act, const float *in, int64_t n, float *out) {
     for (int64_t i = 0; i < n; i++) {
-        if (act == EXP_OF_X) out[i] = dwconv_exp(in[i]);
-        else if (act == EXP_OF_MINUS_X) out[i] = dwconv_exp(-in[i]);
+        if (act == EXP_OF_X) out[i] = dwconv_f32_from_bits(dwconv_exp_bits(in[i]));
+        else if (act == EXP_OF_MINUS_X) out[i] = dwconv_f32_from_bits(dwconv_exp_bits(-in[i]));
     }
     if (act < 0) return;
     int64_t i = 0;

@@ -141,7 +141,8 @@ DWCONV_HD float dwconv_relu(float x) { return x < 0.0f ? 0.0f : x; }
 #define DWCONV_SILU_COLD 86.0f
 /* x below minus this: x * 0 */
 #define DWCONV_SILU_ZERO 112.0f
-/* cold path: e^x is kept as e^x * 2^64 (64 added to its exponent field), then scaled back */
+/* cold path (and dwconv_exp beyond 86): e^x is kept as e^x * 2^+-64 (64 added to or
+ * taken from its exponent field), then scaled back */
 #define DWCONV_SILU_COLD_EXP_BITS (64u << 23)
 #define DWCONV_SILU_COLD_SCALE 5.42101086242752217004e-20f /* 2^-64 */
 
@@ -173,8 +174,23 @@ DWCONV_HD uint32_t dwconv_exp_bits(float v) {
     return dwconv_f32_bits(p) + (dwconv_f32_bits(s) << 23);
 }
 
-/* e^v for |v| <= 86: the exponential of dwconv_silu. */
-DWCONV_HD float dwconv_exp(float v) { return dwconv_f32_from_bits(dwconv_exp_bits(v)); }
+/* e^v for every float v (silu uses dwconv_exp_bits directly; this is the whole-range
+ * exponential for other users, such as the backward's sigmoid): dwconv_exp_bits for
+ * |v| <= 86; beyond, the same p * 2^n applied as 2^(n -+ 64) (exact, the exponent
+ * field moved by 64) times 2^(+-64), so that a result past FLT_MAX rounds to +inf and
+ * a subnormal one is rounded once; +inf above 89 (e^89 > FLT_MAX), +0 below -104
+ * (e^-104 is below half the smallest subnormal), NaN for NaN. */
+DWCONV_HD float dwconv_exp(float v) {
+    const float a = dwconv_f32_from_bits(dwconv_f32_bits(v) & 0x7fffffffu);
+    if (a <= DWCONV_SILU_COLD) return dwconv_f32_from_bits(dwconv_exp_bits(v));
+    if (v != v) return v + v;
+    if (v > 89.0f) return dwconv_f32_from_bits(0x7f800000u);
+    if (v < -104.0f) return 0.0f;
+    const uint32_t bits = dwconv_exp_bits(v);
+    if (v > 0.0f)
+        return dwconv_f32_from_bits(bits - DWCONV_SILU_COLD_EXP_BITS) * 18446744073709551616.0f;
+    return dwconv_f32_from_bits(bits + DWCONV_SILU_COLD_EXP_BITS) * DWCONV_SILU_COLD_SCALE;
+}
 
 /* silu for |x| > DWCONV_SILU_COLD and NaN (see above). For -112 <= x < -86, n is in
  * [-162, -124]: the raised p * 2^(n + 64) is a normal float (the integer sum wraps
@@ -202,7 +218,7 @@ DWCONV_HD float dwconv_silu_hot(float x, float t, float yr) {
 DWCONV_HD float dwconv_silu(float x) {
     const float a = dwconv_f32_from_bits(dwconv_f32_bits(x) & 0x7fffffffu);
     if (!(a <= DWCONV_SILU_COLD)) return dwconv_silu_cold(x);
-    const float t = dwconv_exp(-x);
+    const float t = dwconv_f32_from_bits(dwconv_exp_bits(-x));
     return dwconv_silu_hot(x, t, DWCONV_FDIV(1.0f, 1.0f + t));
 }
 

@@ -83,7 +83,7 @@ static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
 /* silu's hot path (|x| <= 86): dwconv_silu_hot with yr from gpu_rcp_rn, no division.
  * For other x it computes bits that are thrown away (no trap on a GPU). */
 static __device__ __forceinline__ float gpu_silu_hot(float x) {
-    const float t = dwconv_exp(-x);
+    const float t = dwconv_f32_from_bits(dwconv_exp_bits(-x));
     return dwconv_silu_hot(x, t, gpu_rcp_rn(1.0f + t));
 }
 

@@ -23,9 +23,16 @@
  * CONVENTIONS
  *   Every entry point validates all of its arguments before touching any output and
  *   returns a dwconv_status. On failure, dwconv_last_error() describes exactly what
- *   was wrong (per thread). On GPU backends, dwconv_forward and the copies are
- *   ordered on the context's stream and may return before the work finishes; call
+ *   was wrong (per thread), and every output (y, *ptr, *context, ...) is untouched.
+ *   On GPU backends, the operations and the device-to-device copy are ordered on the
+ *   context's stream and may return before the work finishes; call
  *   dwconv_synchronize before reading results on the host.
+ *
+ * EXTENSIBILITY
+ *   dwconv_desc keeps the layout it had in 0.1 for good: a program compiled against
+ *   an older header keeps working with a newer library. Options added since (strided
+ *   tensors, gradient dtypes) are set on a dwconv_plan through dwconv_plan_set_*
+ *   functions, and later options will be added the same way.
  */
 #ifndef DWCONV_H
 #define DWCONV_H
@@ -44,7 +51,7 @@ extern "C" {
 #endif
 
 #define DWCONV_VERSION_MAJOR 0
-#define DWCONV_VERSION_MINOR 1
+#define DWCONV_VERSION_MINOR 2
 #define DWCONV_VERSION_PATCH 0
 /* major * 10000 + minor * 100 + patch, as dwconv_version() returns at run time. */
 #define DWCONV_VERSION \
@@ -187,8 +194,10 @@ DWCONV_API dwconv_status dwconv_device_name(dwconv_backend backend, int device, 
 
 typedef struct dwconv_context dwconv_context;
 
-/* Creates a context on one device of a backend (device is 0 for cpu). The context
- * owns a stream of its own on GPU backends. AUTO never picks a backend that cannot
+/* Creates a context on one device of a backend (device is 0 for cpu). On GPU
+ * backends its work is ordered on the legacy default stream (as cuBLAS and cuDNN
+ * handles are) until dwconv_context_set_stream names another, and every call leaves
+ * the caller's current device as it found it. AUTO never picks a backend that cannot
  * run; an explicit choice that cannot run fails with BACKEND_UNAVAILABLE. */
 DWCONV_API dwconv_status dwconv_context_create(dwconv_context **context, dwconv_backend backend,
                                                int device);
@@ -197,19 +206,22 @@ DWCONV_API dwconv_status dwconv_context_backend(const dwconv_context *context,
                                                 dwconv_backend *backend);
 
 /* Orders the context's work on the caller's stream (cudaStream_t or hipStream_t, as
- * void *) from now on; NULL returns to the context's own stream. The caller keeps
+ * void *) from now on; NULL returns to the legacy default stream. The caller keeps
  * ownership. On the cpu backend only NULL is accepted. */
 DWCONV_API dwconv_status dwconv_context_set_stream(dwconv_context *context, void *stream);
 DWCONV_API dwconv_status dwconv_context_get_stream(const dwconv_context *context,
                                                    void **stream);
 
-/* cpu backend: the number of OpenMP threads a call uses (0: OpenMP's default).
- * Other backends: DWCONV_ERROR_UNSUPPORTED. */
+/* cpu backend: the number of OpenMP threads a call uses at most (0: OpenMP's
+ * default), 0 .. DWCONV_MAX_THREADS; small problems use fewer. Other backends:
+ * DWCONV_ERROR_UNSUPPORTED. */
+#define DWCONV_MAX_THREADS 1024
 DWCONV_API dwconv_status dwconv_context_set_threads(dwconv_context *context, int threads);
 
 /* ---- memory on the context's backend ------------------------------------------------ */
 
-/* 64-byte aligned (at least) memory usable by dwconv_forward on this context. */
+/* 64-byte aligned (at least) memory usable by every operation on this context. On
+ * failure *ptr is left as it was. */
 DWCONV_API dwconv_status dwconv_malloc(dwconv_context *context, void **ptr, size_t bytes);
 DWCONV_API dwconv_status dwconv_free(dwconv_context *context, void *ptr); /* NULL: no-op */
 DWCONV_API dwconv_status dwconv_copy_to_backend(dwconv_context *context, void *dst,
@@ -236,6 +248,136 @@ DWCONV_API dwconv_status dwconv_forward(dwconv_context *context, const dwconv_de
  * dwconv_forward. */
 DWCONV_API dwconv_status dwconv_reference_forward(const dwconv_desc *desc, const void *x,
                                                   const void *weight, const void *bias, void *y);
+
+/* ---- plans: a descriptor validated once, and the options added since 0.1 ---------- */
+
+/* A plan binds a validated descriptor to a context; the calls that run it check only
+ * the tensors. Create one per shape and reuse it (this is also the cheapest way to
+ * call: dwconv_forward validates the descriptor on every call). A plan is used by
+ * one thread at a time, like its context, and must be destroyed before its context. */
+typedef struct dwconv_plan dwconv_plan;
+
+DWCONV_API dwconv_status dwconv_plan_create(dwconv_plan **plan, dwconv_context *context,
+                                            const dwconv_desc *desc);
+DWCONV_API dwconv_status dwconv_plan_destroy(dwconv_plan *plan); /* NULL: no-op */
+
+/* The tensors of shape (B, C, L) or (B, C, L_out) whose memory layout can be set. */
+typedef enum dwconv_tensor {
+    DWCONV_TENSOR_X = 0,  /* forward and backward input */
+    DWCONV_TENSOR_Y = 1,  /* forward output */
+    DWCONV_TENSOR_DX = 2, /* backward: the gradient of x */
+    DWCONV_TENSOR_DY = 3  /* backward: the gradient of y */
+} dwconv_tensor;
+
+/* Element strides of a tensor: element (b, c, l) is at b*batch_stride +
+ * c*channel_stride + l*position_stride. Each stride >= 1; a written tensor (y, dx)
+ * must not map two elements to one address. Default: contiguous in desc.layout (NCL:
+ * C*L, L, 1; NLC: L*C, 1, C). A channel slice of a larger (B, L, C_total) tensor is
+ * (L*C_total, 1, C_total). Contiguous NCL and NLC take the fastest paths. */
+DWCONV_API dwconv_status dwconv_plan_set_strides(dwconv_plan *plan, dwconv_tensor tensor,
+                                                 int64_t batch_stride, int64_t channel_stride,
+                                                 int64_t position_stride);
+
+/* Backward: the dtype of dweight and dbias, DWCONV_F32 or desc.weight_dtype (the
+ * default). */
+DWCONV_API dwconv_status dwconv_plan_set_grad_dtype(dwconv_plan *plan, dwconv_dtype dtype);
+
+/* dwconv_forward with the plan's descriptor and strides. */
+DWCONV_API dwconv_status dwconv_plan_forward(dwconv_plan *plan, const void *x, const void *weight,
+                                             const void *bias, void *y);
+
+/* dwconv_backward with the plan's descriptor, strides and gradient dtype. */
+DWCONV_API dwconv_status dwconv_plan_backward(dwconv_plan *plan, const void *x,
+                                              const void *weight, const void *bias,
+                                              const void *dy, void *dx, void *dweight,
+                                              void *dbias);
+
+/* ---- training: the backward pass ----------------------------------------------------- */
+
+/* The gradients of dwconv_forward(desc, x, weight, bias) given dy, the gradient of
+ * y: dx (like x), dweight (C*K) and dbias (C), each NULL when not wanted (at least
+ * one is wanted). With an activation, the pre-activation is recomputed from x, weight
+ * and bias, so pass the forward's bias (NULL if it had none; dbias can be asked for
+ * either way). dweight and dbias are in desc.weight_dtype (dwconv_plan_set_grad_dtype
+ * chooses f32). The sums follow the backward contract in docs/numerics.md: the same
+ * bits on every backend, thread count and run (no floating-point atomics). Outputs
+ * must not overlap any input or each other. The GPU backends keep the scratch the
+ * weight reduction needs in the context, allocated by the first call that needs it
+ * (so, under CUDA graph capture, run the call once before capturing it). */
+DWCONV_API dwconv_status dwconv_backward(dwconv_context *context, const dwconv_desc *desc,
+                                         const void *x, const void *weight, const void *bias,
+                                         const void *dy, void *dx, void *dweight, void *dbias);
+
+/* The oracle of dwconv_backward on host memory, one thread, any backend in use. */
+DWCONV_API dwconv_status dwconv_reference_backward(const dwconv_desc *desc, const void *x,
+                                                   const void *weight, const void *bias,
+                                                   const void *dy, void *dx, void *dweight,
+                                                   void *dbias);
+
+/* ---- serving causal models: carried states, decode, packed sequences ------------------- */
+/* These need causal padding (desc.padding CAUSAL, or explicit pad_left =
+ * dilation*(K-1) and pad_right = 0), zeros mode and stride 1; any K, dilation, bias,
+ * activation, dtype, and either layout for x and y. A state holds the last
+ * S = dilation*(K-1) inputs of a sequence per channel, in desc.dtype, shaped
+ * (count, C, S) and contiguous: state[n][c][s], s = 0 the oldest. */
+
+/* Chunked prefill: y = the causal convolution of x continuing after initial_states
+ * (B states; NULL: zeros, i.e. a sequence start), and final_states (B states, or
+ * NULL) receives the last S inputs of each sequence's concatenated history, so the
+ * next chunk continues from it. final_states may be the same memory as
+ * initial_states (updated in place); it must not overlap anything else. */
+DWCONV_API dwconv_status dwconv_causal_forward(dwconv_context *context, const dwconv_desc *desc,
+                                               const void *x, const void *weight,
+                                               const void *bias, const void *initial_states,
+                                               void *final_states, void *y);
+
+/* Packed variable-length sequences, each convolved on its own (no tap reads across a
+ * boundary). Give exactly one of:
+ *   cu_seqlens: `sequences` + 1 int32 offsets along L (desc.batch must be 1):
+ *     sequence n is positions [cu_seqlens[n], cu_seqlens[n+1]); cu_seqlens[0] = 0,
+ *     non-decreasing, cu_seqlens[sequences] = L. initial_states and final_states
+ *     (each NULL or `sequences` states) belong to the sequences.
+ *   seq_idx: B*L int32 ids, one per position (in x's batch and position order): a tap
+ *     reads x only where its position has the id of the output's position, else 0.
+ *     States are not available in this form (pass NULL and sequences = 0).
+ * The index arrays are memory of the context's backend. On the cpu they are checked
+ * before anything is written. On a GPU they are checked on the device: a call given
+ * bad offsets writes nothing, and the next dwconv_synchronize on the context returns
+ * DWCONV_ERROR_INVALID_VALUE with the message. */
+DWCONV_API dwconv_status dwconv_causal_varlen_forward(
+    dwconv_context *context, const dwconv_desc *desc, const void *x, const void *weight,
+    const void *bias, const int32_t *cu_seqlens, const int32_t *seq_idx, int64_t sequences,
+    const void *initial_states, void *final_states, void *y);
+
+/* The gradients of dwconv_causal_forward: as dwconv_backward (dx, dweight, dbias from
+ * dy), with the states: initial_states as given to the forward (NULL: zeros),
+ * dfinal_states the gradient arriving at its final_states (NULL: none), and
+ * dinitial_states (NULL: not wanted) receiving the gradient of initial_states. */
+DWCONV_API dwconv_status dwconv_causal_backward(dwconv_context *context, const dwconv_desc *desc,
+                                                const void *x, const void *weight,
+                                                const void *bias, const void *initial_states,
+                                                const void *dy, const void *dfinal_states,
+                                                void *dx, void *dweight, void *dbias,
+                                                void *dinitial_states);
+
+/* Decode: desc.length = T new tokens of desc.batch = B sequences (x and y shaped
+ * (B, C, T) in desc.layout), against a pool of `pool_size` states of `state_length`
+ * (>= S) inputs each: conv_state[p][c][s], updated in place.
+ *   state_indices: NULL (sequence b uses slot b; pool_size >= B), or B int32 slots
+ *     (negative: a padding entry, skipped: its y is left untouched, no state changes).
+ *   cache_seqlens: NULL: each state is a shift register (the newest input last; a call
+ *     shifts the T tokens in); or B int32 token counts: each state is a circular
+ *     buffer, input number i of the sequence at s = i mod state_length, and the call
+ *     reads the S inputs before cache_seqlens[b] and writes the T tokens from there
+ *     (the caller advances cache_seqlens, as causal-conv1d's callers do).
+ * Output token t of sequence b is the causal convolution at its position in the
+ * sequence: taps before the new tokens read the state. Index arrays are checked as
+ * for dwconv_causal_varlen_forward (a slot >= pool_size is an error). */
+DWCONV_API dwconv_status dwconv_causal_update(dwconv_context *context, const dwconv_desc *desc,
+                                              const void *x, void *conv_state, int64_t pool_size,
+                                              int64_t state_length, const void *weight,
+                                              const void *bias, const int32_t *cache_seqlens,
+                                              const int32_t *state_indices, void *y);
 
 /* ---- timing -------------------------------------------------------------------------- */
 

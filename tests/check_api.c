@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core_check.h"
@@ -197,6 +199,13 @@ START_TEST(context_settings) {
     ck_assert(dwconv_context_set_threads(ctx, 0) == DWCONV_SUCCESS);
     ck_assert(dwconv_context_set_threads(ctx, -1) == DWCONV_ERROR_INVALID_VALUE);
     ck_assert(strstr(dwconv_last_error(), "threads"));
+    /* counts the OpenMP runtime cannot start (100000 overflowed its stack in 0.1) */
+    ck_assert(dwconv_context_set_threads(ctx, DWCONV_MAX_THREADS) == DWCONV_SUCCESS);
+    ck_assert(dwconv_context_set_threads(ctx, DWCONV_MAX_THREADS + 1) ==
+              DWCONV_ERROR_INVALID_VALUE);
+    ck_assert(dwconv_context_set_threads(ctx, 100000) == DWCONV_ERROR_INVALID_VALUE);
+    ck_assert(dwconv_context_set_threads(ctx, INT32_MAX) == DWCONV_ERROR_INVALID_VALUE);
+    ck_assert_msg(strstr(dwconv_last_error(), "must be in [0, 1024]"), "%s", dwconv_last_error());
     ck_assert(dwconv_context_set_threads(NULL, 1) == DWCONV_ERROR_NULL_POINTER);
 
     int not_a_stream;
@@ -215,9 +224,9 @@ START_TEST(context_settings) {
 END_TEST
 
 START_TEST(memory) {
-    void *p = &p;
+    void *p = &p; /* a failed call leaves it as it was */
     ck_assert(dwconv_malloc(ctx, &p, 0) == DWCONV_ERROR_INVALID_VALUE);
-    ck_assert(p == NULL);
+    ck_assert(p == &p);
     ck_assert(strstr(dwconv_last_error(), "bytes"));
     ck_assert(dwconv_malloc(ctx, &p, SIZE_MAX) == DWCONV_ERROR_SIZE_OVERFLOW);
     ck_assert(dwconv_malloc(ctx, NULL, 8) == DWCONV_ERROR_NULL_POINTER);
@@ -252,6 +261,12 @@ START_TEST(copies) {
     ck_assert_msg(memcmp(host, back, n) == 0, "the round trip changed byte %lld",
                   (long long)test_first_difference(host, back, 1, (int64_t)n));
     ck_assert(test_untouched(back + n, 64));
+    /* a size that runs past the end of the address space: refused, nothing copied
+     * (0.1 wrapped the pointer addition and reported success) */
+    test_poison(back, 64);
+    ck_assert(dwconv_copy_to_host(ctx, back, b, SIZE_MAX) == DWCONV_ERROR_SIZE_OVERFLOW);
+    ck_assert(dwconv_copy_on_backend(ctx, a, b, SIZE_MAX - 8) == DWCONV_ERROR_SIZE_OVERFLOW);
+    ck_assert(test_untouched(back, 64));
     /* zero bytes: nothing to do, even between overlapping places */
     ck_assert(dwconv_copy_on_backend(ctx, a, a, 0) == DWCONV_SUCCESS);
     /* overlap is refused, and nothing moves */
@@ -356,6 +371,67 @@ START_TEST(forward_on_context_memory) {
 }
 END_TEST
 
+/* Messages stay one line and within their buffer, whatever the input: an
+ * environment value with a newline, a span of 2^63 - 1 (its +1 overflowed in 0.1). */
+START_TEST(messages_one_line) {
+    ck_assert(setenv("DWCONV_BACKEND", "cp\nu\tx", 1) == 0);
+    dwconv_context *other = NULL;
+    ck_assert(dwconv_context_create(&other, DWCONV_BACKEND_AUTO, 0) == DWCONV_ERROR_INVALID_VALUE);
+    unsetenv("DWCONV_BACKEND");
+    const char *msg = dwconv_last_error();
+    ck_assert_msg(!strchr(msg, '\n') && !strchr(msg, '\t') && strstr(msg, "cp?u?x"), "%s", msg);
+
+    dwconv_desc d;
+    dwconv_desc_init(&d, 1, 1, 4, 2);
+    d.dilation = INT64_MAX;
+    ck_assert(dwconv_desc_resolve(&d, NULL, NULL, NULL) == DWCONV_ERROR_EMPTY_OUTPUT);
+    ck_assert_msg(strstr(dwconv_last_error(), "(2^63)"), "%s", dwconv_last_error());
+    d.dilation = INT64_MAX / 2, d.kernel_size = 3; /* span 2^63 - 2: its +1 fits */
+    ck_assert(dwconv_desc_resolve(&d, NULL, NULL, NULL) == DWCONV_ERROR_EMPTY_OUTPUT);
+    ck_assert_msg(strstr(dwconv_last_error(), "9223372036854775807"), "%s", dwconv_last_error());
+}
+END_TEST
+
+/* A forward in a child forked after a multi-threaded forward returns (OpenMP's
+ * threads do not survive fork: 0.1 waited for them forever), with the right bits. */
+START_TEST(forward_after_fork) {
+    dwconv_desc d;
+    dwconv_desc_init(&d, 4, 64, 4096, 3);
+    d.pad_left = d.pad_right = 1;
+    int64_t nx, ny, nw;
+    ck_assert(dwconv_desc_sizes(&d, &nx, &ny, &nw, NULL) == DWCONV_SUCCESS);
+    float *x = malloc((size_t)nx * 4), *w = malloc((size_t)nw * 4);
+    float *y = malloc((size_t)ny * 4), *want = malloc((size_t)ny * 4);
+    ck_assert(x && w && y && want);
+    test_rng rng = test_rng_seed(5);
+    test_fill_random(&rng, DWCONV_F32, x, nx);
+    test_fill_random(&rng, DWCONV_F32, w, nw);
+    ck_assert(dwconv_reference_forward(&d, x, w, NULL, want) == DWCONV_SUCCESS);
+    ck_assert(dwconv_context_set_threads(ctx, 2) == DWCONV_SUCCESS);
+    ck_assert(dwconv_forward(ctx, &d, x, w, NULL, y) == DWCONV_SUCCESS); /* threads start */
+    fflush(NULL);
+    pid_t child = fork();
+    ck_assert(child >= 0);
+    if (child == 0) {
+        test_poison(y, (size_t)ny * 4);
+        int ok = dwconv_forward(ctx, &d, x, w, NULL, y) == DWCONV_SUCCESS &&
+                 test_first_difference(y, want, 4, ny) < 0;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    pid_t done = 0;
+    for (int waited = 0; waited < 200 && !done; waited++) { /* 20 s at most */
+        done = waitpid(child, &status, WNOHANG);
+        if (!done) usleep(100 * 1000);
+    }
+    if (!done) kill(child, SIGKILL), waitpid(child, &status, 0);
+    ck_assert_msg(done == child, "the forward in the forked child never returned");
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the forward in the forked child failed or gave other bits");
+    free(x), free(w), free(y), free(want);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api");
     TCase *tc = core_tcase(s, "version", 0, NULL, NULL);
@@ -369,6 +445,7 @@ int main(void) {
 
     tc = core_tcase(s, "backend", 0, NULL, NULL);
     tcase_add_test(tc, backend_names);
+    tcase_add_test(tc, messages_one_line);
     tcase_add_test(tc, cpu_backend_report);
 
     tc = core_tcase(s, "cpu_context", 30, setup, teardown);
@@ -377,6 +454,7 @@ int main(void) {
     tcase_add_test(tc, copies);
     tcase_add_test(tc, large_copy);
     tcase_add_test(tc, timer);
+    tcase_add_test(tc, forward_after_fork);
     tcase_add_test(tc, forward_on_context_memory);
     return core_run(s, 0);
 }

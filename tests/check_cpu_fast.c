@@ -86,7 +86,8 @@ static void fenced_free(fenced *f) { munmap(f->map, f->map_bytes); }
 /* ---- one problem: inputs, the oracle's output, a poisoned output ---------------------- */
 
 typedef struct problem {
-    dwconv_plan plan;
+    dwconv_problem plan; /* the forward's, on these buffers */
+    int64_t x_elements, y_elements, weight_elements;
     fenced x;
     char *w, *bias, *y_block, *expected;
     void *y;
@@ -99,23 +100,27 @@ typedef void (*filler)(test_rng *rng, dwconv_dtype dtype, void *data, int64_t n)
 static void problem_make(problem *p, const dwconv_desc *desc, int with_bias, test_rng *rng,
                          filler fill_x, filler fill_w, int x_at_end, int y_offset) {
     memset(p, 0, sizeof *p);
-    ck_assert_int_eq(dwconv_plan_make(desc, &p->plan, "check_cpu_fast"), DWCONV_SUCCESS);
-    p->plan.has_bias = with_bias;
-    const dwconv_desc *d = &p->plan.desc;
-    p->x = fenced_alloc(p->plan.x_bytes, x_at_end);
-    fill_x(rng, d->dtype, p->x.data, p->plan.x_elements);
-    p->w = malloc(p->plan.weight_bytes);
-    p->bias = malloc(p->plan.bias_bytes);
+    ck_assert_int_eq(dwconv_desc_sizes(desc, &p->x_elements, &p->y_elements, &p->weight_elements,
+                                       NULL), DWCONV_SUCCESS);
+    const size_t es = dwconv_dtype_size(desc->dtype), ws = dwconv_dtype_size(desc->weight_dtype);
+    p->x = fenced_alloc((size_t)p->x_elements * es, x_at_end);
+    fill_x(rng, desc->dtype, p->x.data, p->x_elements);
+    p->w = malloc((size_t)p->weight_elements * ws);
+    p->bias = malloc((size_t)desc->channels * ws);
     ck_assert(p->w && p->bias);
-    fill_w(rng, d->weight_dtype, p->w, p->plan.weight_elements);
-    test_fill_random(rng, d->weight_dtype, p->bias, d->channels);
-    p->y_bytes = p->plan.y_bytes;
-    size_t shift = (size_t)y_offset * dwconv_dtype_size(d->dtype);
+    fill_w(rng, desc->weight_dtype, p->w, p->weight_elements);
+    test_fill_random(rng, desc->weight_dtype, p->bias, desc->channels);
+    p->y_bytes = (size_t)p->y_elements * es;
+    size_t shift = (size_t)y_offset * es;
     p->y_block = aligned_alloc(64, (p->y_bytes + shift + 2 * GUARD + 63) / 64 * 64);
     p->expected = malloc(p->y_bytes);
     ck_assert(p->y_block && p->expected);
     p->y = p->y_block + GUARD + shift;
-    dwconv_cpu_reference(&p->plan, p->x.data, p->w, with_bias ? p->bias : NULL, p->expected);
+    ck_assert_int_eq(dwconv_reference_forward(desc, p->x.data, p->w, with_bias ? p->bias : NULL,
+                                              p->expected), DWCONV_SUCCESS);
+    ck_assert_int_eq(dwconv_validate_forward(&p->plan, desc, NULL, p->x.data, p->w,
+                                             with_bias ? p->bias : NULL, p->y, "check_cpu_fast"),
+                     DWCONV_SUCCESS);
 }
 
 static void problem_free(problem *p) {
@@ -128,14 +133,13 @@ static void expect_oracle(problem *p, const dwconv_cpu_kernels *k, int threads, 
     const dwconv_desc *d = &p->plan.desc;
     size_t es = dwconv_dtype_size(d->dtype);
     test_poison(p->y_block, (size_t)((char *)p->y - p->y_block) + p->y_bytes + GUARD);
-    dwconv_status st = dwconv_cpu_fast_with(k, &p->plan, p->x.data, p->w,
-                                            p->plan.has_bias ? p->bias : NULL, p->y, threads);
+    dwconv_status st = dwconv_cpu_fast_with(k, &p->plan, threads);
     EXPECT(st == DWCONV_SUCCESS, "%s, %s, %d threads: status %d", test_desc_string(d), k->name,
            threads, (int)st);
     EXPECT(test_untouched(p->y_block, (size_t)((char *)p->y - p->y_block)) &&
                test_untouched((char *)p->y + p->y_bytes, GUARD),
            "%s, %s, %d threads: wrote outside y", test_desc_string(d), k->name, threads);
-    int64_t n = p->plan.y_elements;
+    int64_t n = p->y_elements;
     for (int64_t i = 0; i < n; i++) {
         const char *got = (const char *)p->y + (size_t)i * es, *want = p->expected + (size_t)i * es;
         if (memcmp(got, want, es) == 0) continue;
@@ -457,11 +461,9 @@ START_TEST(flavour_lookup) {
 }
 END_TEST
 
-static SRunner *runner; /* to ask whether each test runs in a child of its own */
-
-/* DWCONV_CPU_SIMD is read once per process: these run in a fresh child (CK_FORK). */
+/* DWCONV_CPU_SIMD is read once per process: these run in a fresh child (main forces
+ * CK_FORK). */
 START_TEST(environment_override) {
-    if (srunner_fork_status(runner) == CK_NOFORK) return;
     const char *request = _i == 0 ? "avx9" : "generic";
     setenv("DWCONV_CPU_SIMD", request, 1);
     dwconv_context *ctx;
@@ -495,39 +497,84 @@ static size_t address_space_in_use(void) {
     return pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Descriptors whose scratch needs hundreds of MB, under an address-space limit:
- * the fast path must fail before it writes anything. */
+/* The forward problem of d on the given buffers, as dwconv_forward validates it. */
+static dwconv_problem forward_problem(const dwconv_desc *d, const void *x, const void *w,
+                                      void *y) {
+    dwconv_problem p;
+    ck_assert_int_eq(dwconv_validate_forward(&p, d, NULL, x, w, NULL, y, "test"),
+                     DWCONV_SUCCESS);
+    return p;
+}
+
+/* Descriptors whose scratch needs tens or hundreds of MB, under an address-space
+ * limit: the fast path must fail before it writes anything. */
 START_TEST(out_of_memory_leaves_y) {
-    if (srunner_fork_status(runner) == CK_NOFORK) return;
     size_t in_use = address_space_in_use();
-    if (!in_use) return; /* no /proc: nothing to measure the limit against */
+    ck_assert_msg(in_use, "needs /proc/self/statm to set an address-space limit");
     for (int layout = 0; layout < 2; layout++) {
-        dwconv_desc d = shape(1, 2, 16, 2);
+        dwconv_desc d = shape(1, 1, 8 << 20, 8 << 20);
         d.dtype = d.weight_dtype = DWCONV_BF16;
         d.layout = (dwconv_layout)layout;
-        if (layout == DWCONV_LAYOUT_NCL) { /* taps 2^24 apart: staging a 2^25-float tile */
-            d.dilation = (int64_t)1 << 24;
-            d.pad_left = d.pad_right = (int64_t)1 << 24;
-        } else { /* 4M taps: 32 MB of weights and 512 MB of row pointers */
-            d.kernel_size = 4 << 20;
+        if (layout == DWCONV_LAYOUT_NCL) { /* 8M bf16 taps widened to 32 MB of f32 */
+        } else { /* 4M taps: 512 MB of row pointers */
+            d.channels = 2, d.length = 16, d.kernel_size = 4 << 20;
             d.pad_left = d.pad_right = 2 << 20;
         }
-        dwconv_plan plan;
-        ck_assert_int_eq(dwconv_plan_make(&d, &plan, "test"), DWCONV_SUCCESS);
-        uint16_t x[32] = {0}, *w = calloc((size_t)plan.weight_elements, 2);
-        uint16_t *y = malloc(plan.y_bytes);
-        ck_assert(w && y);
-        test_poison(y, plan.y_bytes);
+        int64_t xn, yn, wn;
+        ck_assert_int_eq(dwconv_desc_sizes(&d, &xn, &yn, &wn, NULL), DWCONV_SUCCESS);
+        uint16_t *x = calloc((size_t)xn, 2), *w = calloc((size_t)wn, 2);
+        uint16_t *y = malloc((size_t)yn * 2);
+        ck_assert(x && w && y);
+        test_poison(y, (size_t)yn * 2);
+        dwconv_problem p = forward_problem(&d, x, w, y);
         struct rlimit old, tight;
         getrlimit(RLIMIT_AS, &old);
         tight = old;
         tight.rlim_cur = address_space_in_use() + ((size_t)16 << 20);
         ck_assert_int_eq(setrlimit(RLIMIT_AS, &tight), 0);
-        dwconv_status st = dwconv_cpu_fast(&plan, x, w, NULL, y, 1);
+        dwconv_status st = dwconv_cpu_fast(&p, 1);
         setrlimit(RLIMIT_AS, &old);
         ck_assert_int_eq(st, DWCONV_ERROR_OUT_OF_MEMORY);
-        ck_assert(test_untouched(y, plan.y_bytes));
-        free(w), free(y);
+        ck_assert(test_untouched(y, (size_t)yn * 2));
+        free(x), free(w), free(y);
+    }
+}
+END_TEST
+
+/* Scratch and time follow the data, not dilation*(K-1): taps 2^30 apart over two
+ * inputs, or 65535 apart over one, need no staging of the span (they took 8 GiB and
+ * seconds in 0.1). Under an address-space limit of 64 MB more than in use, they run
+ * and equal the oracle. */
+START_TEST(huge_span_costs_only_the_work) {
+    ck_assert_msg(address_space_in_use(), "needs /proc/self/statm to set a limit");
+    dwconv_desc cases[2];
+    cases[0] = shape(1, 1, 2, 2);
+    cases[0].dilation = (int64_t)1 << 30;
+    cases[0].padding = DWCONV_PADDING_SAME;
+    cases[1] = shape(127, 31, 1, 30);
+    cases[1].dilation = 65535;
+    cases[1].padding = DWCONV_PADDING_SAME;
+    for (int i = 0; i < 2; i++) {
+        const dwconv_desc *d = &cases[i];
+        int64_t xn, yn, wn;
+        ck_assert_int_eq(dwconv_desc_sizes(d, &xn, &yn, &wn, NULL), DWCONV_SUCCESS);
+        float *x = malloc((size_t)xn * 4), *w = malloc((size_t)wn * 4);
+        float *y = malloc((size_t)yn * 4), *want = malloc((size_t)yn * 4);
+        ck_assert(x && w && y && want);
+        for (int64_t k = 0; k < xn; k++) x[k] = (float)(k % 7) - 3.0f;
+        for (int64_t k = 0; k < wn; k++) w[k] = 0.5f * (float)(k % 5);
+        ck_assert_int_eq(dwconv_reference_forward(d, x, w, NULL, want), DWCONV_SUCCESS);
+        dwconv_problem p = forward_problem(d, x, w, y);
+        struct rlimit old, tight;
+        getrlimit(RLIMIT_AS, &old);
+        tight = old;
+        tight.rlim_cur = address_space_in_use() + ((size_t)64 << 20);
+        ck_assert_int_eq(setrlimit(RLIMIT_AS, &tight), 0);
+        dwconv_status st = dwconv_cpu_fast(&p, 2);
+        setrlimit(RLIMIT_AS, &old);
+        ck_assert_int_eq(st, DWCONV_SUCCESS);
+        ck_assert_msg(test_first_difference(y, want, 4, yn) < 0, "case %d differs", i);
+        free(x), free(w), free(y), free(want);
     }
 }
 END_TEST
@@ -544,12 +591,18 @@ START_TEST(scratch_size_overflow) {
             d.channels = 2, d.dilation = 1, d.kernel_size = (int64_t)1 << 58;
             d.pad_left = d.pad_right = (int64_t)1 << 57;
         }
-        dwconv_plan plan;
-        ck_assert_int_eq(dwconv_plan_make(&d, &plan, "test"), DWCONV_SUCCESS);
         float x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, y[16];
+        /* shaped as validated, but on buffers far too small (an overlap check would
+         * refuse them): the scratch must fail first */
+        dwconv_problem p;
+        ck_assert_int_eq(dwconv_problem_init(&p, DWCONV_OP_FORWARD, &d, "test"), DWCONV_SUCCESS);
+        ck_assert_int_eq(dwconv_set_conv_shapes(&p, NULL, 0, "test"), DWCONV_SUCCESS);
+        p.operand[DWCONV_ROLE_X].data = x;
+        p.operand[DWCONV_ROLE_WEIGHT].data = w;
+        p.operand[DWCONV_ROLE_Y].data = y;
         test_poison(y, sizeof y);
         /* nothing may be read or written: the buffers are far too small on purpose */
-        ck_assert_int_eq(dwconv_cpu_fast(&plan, x, w, NULL, y, 2), DWCONV_ERROR_OUT_OF_MEMORY);
+        ck_assert_int_eq(dwconv_cpu_fast(&p, 2), DWCONV_ERROR_OUT_OF_MEMORY);
         ck_assert(test_untouched(y, sizeof y));
     }
 }
@@ -588,12 +641,16 @@ static Suite *cpu_fast_suite(void) {
     tcase_add_loop_test(choice, environment_override, 0, 2);
     tcase_add_test(choice, out_of_memory_leaves_y);
     tcase_add_test(choice, scratch_size_overflow);
+    tcase_add_test(choice, huge_span_costs_only_the_work);
     suite_add_tcase(s, choice);
     return s;
 }
 
 int main(void) {
-    runner = srunner_create(cpu_fast_suite());
+    SRunner *runner = srunner_create(cpu_fast_suite());
+    /* every test in a child of its own, whatever CK_FORK says: some read DWCONV_CPU_SIMD
+     * (once per process) or set an address-space limit */
+    srunner_set_fork_status(runner, CK_FORK);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

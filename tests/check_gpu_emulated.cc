@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "gpu_cases.h"
+extern "C" {
+#include "internal.h"
+}
 #include "gpu_emulate.h"
 #include "gpu_kernels.cuh"
 
@@ -41,12 +44,13 @@ int run_case(const gpu_case *c, int kernel, int shift, int yshift, char *why, si
     if (c->bias) memcpy(bias.at, c->bias, c->bias_bytes);
     test_poison(y.at, c->y_bytes);
 
-    dwconv_plan plan;
-    memset(&plan, 0, sizeof plan);
-    plan.desc = c->desc;
-    dwconv_desc_resolve(&c->desc, &plan.desc.pad_left, &plan.desc.pad_right, &plan.output_length);
-    plan.desc.padding = DWCONV_PADDING_EXPLICIT;
-    gpu_conv_args a = gpu_args_make(&plan, x.at, w.at, c->bias ? bias.at : NULL, y.at);
+    dwconv_problem problem;
+    if (dwconv_validate_forward(&problem, &c->desc, NULL, x.at, w.at, c->bias ? bias.at : NULL,
+                                y.at, "check_gpu_emulated") != DWCONV_SUCCESS) {
+        snprintf(why, why_size, "%s: %s", test_desc_string(&c->desc), dwconv_last_error());
+        return -1;
+    }
+    gpu_conv_args a = gpu_args_make(&problem);
     gpu_launch l;
     gpu_plan_launch(kernel, &a, &l);
     ran[l.kernel]++;

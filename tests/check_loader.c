@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core_check.h"
@@ -66,18 +67,14 @@ static void teardown(void) {
     rmdir(dir);
 }
 
-/* Links the fake module into dir as the backend's module; 0 (and a note) when the fake
- * modules were not built as shared objects (--disable-shared). */
-static int install(const char *fake, const char *backend) {
+/* Links the fake module into dir as the backend's module (main has checked that the
+ * fake modules exist). */
+static void install(const char *fake, const char *backend) {
     char target[PATH_MAX], link[PATH_MAX + 32];
     fake_module_file(fake, target, sizeof target);
-    if (access(target, R_OK) != 0) {
-        printf("%s: skipped: %s was not built (shared libraries disabled?)\n", fake, target);
-        return 0;
-    }
+    ck_assert_msg(access(target, R_OK) == 0, "%s: %s", target, strerror(errno));
     slot_file(backend, link, sizeof link);
     ck_assert_msg(symlink(target, link) == 0, "symlink %s: %s", link, strerror(errno));
-    return 1;
 }
 
 /* ---- what the library must say -------------------------------------------------------- */
@@ -117,9 +114,9 @@ static void expect_unusable(dwconv_backend b, int loaded, const char *why) {
     ck_assert_int_eq(r.device_count, 0);
     ck_assert_msg(strstr(r.detail, why), "%s: detail '%s' does not say '%s'", name, r.detail, why);
 
-    dwconv_context *ctx = (dwconv_context *)&r;
+    dwconv_context *ctx = (dwconv_context *)&r; /* a failed call leaves it as it was */
     ck_assert(dwconv_context_create(&ctx, b, 0) == DWCONV_ERROR_BACKEND_UNAVAILABLE);
-    ck_assert(ctx == NULL);
+    ck_assert(ctx == (dwconv_context *)&r);
     const char *msg = dwconv_last_error();
     ck_assert_msg(strstr(msg, "dwconv_context_create") && strstr(msg, name) && strstr(msg, why),
                   "%s: the message '%s' does not give the reason '%s'", name, msg, why);
@@ -143,15 +140,17 @@ static const struct broken {
     const char *fake, *backend, *why;
 } broken[] = {
     {"fake_noentry", "cuda", "no symbol " DWCONV_MODULE_ENTRY_SYMBOL},
+    {"fake_oldabi", "cuda", "module ABI version 1 (dwconv 0.1)"},
     {"fake_abi", "cuda", "module ABI version"}, /* the numbers: checked below */
-    {"fake_nullmember", "cuda", "NULL member"},
+    {"fake_short", "cuda", "bytes, ABI 2 needs at least"},
+    {"fake_nullmember", "cuda", "NULL required member"},
     {"fake_nulltable", "hip", "no ops table"},
     {"fake_nodevice_cuda", "hip", "another backend"}, /* cuda's module as hip's */
 };
 
 START_TEST(broken_module) {
     const struct broken *m = &broken[_i];
-    if (!install(m->fake, m->backend)) return;
+    install(m->fake, m->backend);
     dwconv_backend b = DWCONV_BACKEND_AUTO;
     ck_assert(dwconv_backend_parse(m->backend, &b) == DWCONV_SUCCESS);
     expect_unusable(b, 0, m->why);
@@ -206,7 +205,8 @@ END_TEST
 /* ---- modules without a device --------------------------------------------------------- */
 
 START_TEST(no_device) {
-    if (!install("fake_nodevice_cuda", "cuda") || !install("fake_nodevice_hip", "hip")) return;
+    install("fake_nodevice_cuda", "cuda");
+    install("fake_nodevice_hip", "hip");
     expect_unusable(DWCONV_BACKEND_CUDA, 1, "fake: no device");
     expect_unusable(DWCONV_BACKEND_HIP, 1, "fake: no device");
     ck_assert(strstr(query(DWCONV_BACKEND_CUDA).detail, "no device"));
@@ -225,7 +225,7 @@ END_TEST
 /* DWCONV_BACKEND names a backend that cannot run: AUTO fails with the reason instead of
  * quietly running somewhere else (an explicit request is never overridden). */
 START_TEST(environment_names_unusable_backend) {
-    if (!install("fake_nodevice_cuda", "cuda")) return;
+    install("fake_nodevice_cuda", "cuda");
     ck_assert(setenv("DWCONV_BACKEND", "cuda", 1) == 0);
     dwconv_context *ctx = NULL;
     ck_assert(dwconv_context_create(&ctx, DWCONV_BACKEND_AUTO, 0) ==
@@ -242,7 +242,7 @@ END_TEST
 /* DWCONV_MODULE_PATH is a list: empty entries and directories without the module are
  * passed over. */
 START_TEST(search_path_list) {
-    if (!install("fake_nodevice_cuda", "cuda")) return;
+    install("fake_nodevice_cuda", "cuda");
     char list[3 * PATH_MAX];
     snprintf(list, sizeof list, "/nonexistent-dwconv-dir::%s/..:%s:", dir, dir);
     ck_assert(setenv("DWCONV_MODULE_PATH", list, 1) == 0);
@@ -254,7 +254,8 @@ END_TEST
 /* ---- modules with a (fake) device --------------------------------------------------------- */
 
 START_TEST(device_cuda) {
-    if (!install("fake_device_cuda", "cuda") || !install("fake_nodevice_hip", "hip")) return;
+    install("fake_device_cuda", "cuda");
+    install("fake_nodevice_hip", "hip");
     dwconv_backend_report r = query(DWCONV_BACKEND_CUDA);
     ck_assert_msg(r.loaded == 1 && r.device_count == 1, "%s", r.detail);
     ck_assert_int_eq(auto_backend(), DWCONV_BACKEND_CUDA);
@@ -291,15 +292,40 @@ START_TEST(device_cuda) {
 }
 END_TEST
 
+/* A table that ends where the required members do: the core answers for every
+ * optional member with its stub, never calling past the table. */
+START_TEST(minimal_table) {
+    install("fake_minimal", "cuda");
+    dwconv_backend_report r = query(DWCONV_BACKEND_CUDA);
+    ck_assert_msg(r.loaded == 1 && r.device_count == 1, "%s", r.detail);
+    dwconv_context *ctx = NULL;
+    ck_assert(dwconv_context_create(&ctx, DWCONV_BACKEND_CUDA, 0) == DWCONV_SUCCESS);
+    int stream_object;
+    void *stream = &stream_object;
+    ck_assert(dwconv_context_set_stream(ctx, stream) == DWCONV_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(dwconv_last_error(), "no streams"), "%s", dwconv_last_error());
+    ck_assert(dwconv_context_set_stream(ctx, NULL) == DWCONV_SUCCESS);
+    ck_assert(dwconv_context_get_stream(ctx, &stream) == DWCONV_SUCCESS && stream == NULL);
+    ck_assert(dwconv_context_set_threads(ctx, 2) == DWCONV_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(dwconv_last_error(), "no thread count"), "%s", dwconv_last_error());
+    double ms = -1.0;
+    ck_assert(dwconv_timer_start(ctx) == DWCONV_ERROR_UNSUPPORTED);
+    ck_assert(dwconv_timer_stop(ctx, &ms) == DWCONV_ERROR_UNSUPPORTED && ms == -1.0);
+    ck_assert(dwconv_context_destroy(ctx) == DWCONV_SUCCESS);
+}
+END_TEST
+
 /* AUTO takes the first of cuda, hip with a device. */
 START_TEST(device_hip_only) {
-    if (!install("fake_nodevice_cuda", "cuda") || !install("fake_device_hip", "hip")) return;
+    install("fake_nodevice_cuda", "cuda");
+    install("fake_device_hip", "hip");
     ck_assert_int_eq(auto_backend(), DWCONV_BACKEND_HIP);
 }
 END_TEST
 
 START_TEST(device_both) {
-    if (!install("fake_device_cuda", "cuda") || !install("fake_device_hip", "hip")) return;
+    install("fake_device_cuda", "cuda");
+    install("fake_device_hip", "hip");
     ck_assert_int_eq(auto_backend(), DWCONV_BACKEND_CUDA);
 }
 END_TEST
@@ -337,7 +363,65 @@ START_TEST(real_modules) {
 }
 END_TEST
 
+/* A candidate path longer than the loader's buffer is skipped, never cut short: 0.1
+ * truncated it and loaded whatever file the truncated name named. Here the cut name
+ * would be the fake module with a device. */
+START_TEST(overlong_path_skipped) {
+    /* dir/aaa.../aaa...: folders of 200 bytes, 4085 bytes in all, so that
+     * "<deep>/dwconv_cuda.so" cut to a PATH_MAX buffer is "<deep>/dwconv_cu" */
+    char deep[PATH_MAX], target[PATH_MAX], cut[PATH_MAX];
+    const int want = PATH_MAX - 11;
+    int n = snprintf(deep, sizeof deep, "%s", dir);
+    while (n < want) {
+        int part = want - n - 1 < 200 ? want - n - 1 : 200;
+        if (part < 1) part = 1; /* (want - n - 1 is never 0 with these sizes) */
+        deep[n++] = '/';
+        memset(deep + n, 'a', (size_t)part);
+        n += part;
+        deep[n] = '\0';
+        ck_assert_msg(mkdir(deep, 0755) == 0, "mkdir: %s", strerror(errno));
+    }
+    char full[PATH_MAX + 64];
+    snprintf(full, sizeof full, "%s/dwconv_cuda%s", deep, LT_MODULE_EXT);
+    memcpy(cut, full, PATH_MAX - 1); /* the name a PATH_MAX buffer would keep */
+    cut[PATH_MAX - 1] = '\0';
+    fake_module_file("fake_device_cuda", target, sizeof target);
+    ck_assert_msg(symlink(target, cut) == 0, "symlink: %s", strerror(errno));
+    ck_assert(setenv("DWCONV_MODULE_PATH", deep, 1) == 0);
+    dwconv_backend_report r = query(DWCONV_BACKEND_CUDA);
+    ck_assert_msg(r.device_count == 0, "a truncated path was loaded: %s (%s)", r.module_path,
+                  r.detail);
+    ck_assert_msg(strstr(r.detail, "path longer than"), "detail: %s", r.detail);
+    unlink(cut);
+    for (char *slash; (slash = strrchr(deep, '/')) && strlen(deep) > strlen(dir); *slash = '\0')
+        rmdir(deep);
+}
+END_TEST
+
+/* A candidate that cannot be looked at for another reason than "no such file" says
+ * so (0.1 reported "not found" for an unreadable folder or a symlink loop). */
+START_TEST(access_error_reported) {
+    char loop[PATH_MAX + 32];
+    slot_file("cuda", loop, sizeof loop); /* dir/dwconv_cuda.so -> itself */
+    ck_assert(symlink(loop, loop) == 0);
+    char list[2 * PATH_MAX + 64];
+    snprintf(list, sizeof list, "%s/dwconv_cuda%s", dir, LT_MODULE_EXT); /* a "directory" */
+    ck_assert(setenv("DWCONV_MODULE_PATH", list, 1) == 0);
+    dwconv_backend_report r = query(DWCONV_BACKEND_CUDA);
+    ck_assert_msg(strstr(r.detail, "Too many levels of symbolic links"), "detail: %s", r.detail);
+    ck_assert_int_eq(r.device_count, 0);
+}
+END_TEST
+
 int main(void) {
+    /* every test but real_modules needs the fake modules: without shared libraries
+     * (--disable-shared) there are none, and this program cannot test the loader */
+    char fake[PATH_MAX];
+    fake_module_file("fake_device_cuda", fake, sizeof fake);
+    if (access(fake, R_OK) != 0) {
+        printf("SKIP: %s was not built (shared libraries disabled?)\n", fake);
+        return 77;
+    }
     /* the tests replace DWCONV_MODULE_PATH; keep make check's for real_modules */
     const char *real = getenv("DWCONV_MODULE_PATH");
     if (real) setenv("DWCONV_REAL_MODULE_PATH", real, 1);
@@ -352,10 +436,13 @@ int main(void) {
     tc = core_tcase(s, "no_device", 0, setup, teardown);
     tcase_add_test(tc, no_device);
     tcase_add_test(tc, search_path_list);
+    tcase_add_test(tc, overlong_path_skipped);
+    tcase_add_test(tc, access_error_reported);
     tcase_add_test(tc, environment_names_unusable_backend);
 
     tc = core_tcase(s, "device", 0, setup, teardown);
     tcase_add_test(tc, device_cuda);
+    tcase_add_test(tc, minimal_table);
     tcase_add_test(tc, device_hip_only);
     tcase_add_test(tc, device_both);
 

@@ -1,7 +1,7 @@
 /*
  * The cpu oracle against a float64 model written here from the definition (nothing
  * from src/ computes a padded index, a rounding or an output length for it):
- *   - hundreds of random descriptors through dwconv_cpu_reference (internal),
+ *   - hundreds of random descriptors through the reference (src/reference, internal),
  *     dwconv_forward on a cpu context and dwconv_reference_forward;
  *   - hand-worked cases for every padding mode, every preset, stride, dilation,
  *     channels, batch, bias, relu, both layouts and the rounding to f16/bf16;
@@ -29,6 +29,7 @@
 #include "cpu.h"
 #include "dwconv.h"
 #include "internal.h"
+#include "reference.h"
 #include "test_util.h"
 
 /* silu in f32 is within 2 ulp of the true x/(1+e^-x), and within 1.68 subnormal
@@ -196,7 +197,7 @@ static int model_accepts(const dwconv_desc *d, double sum, double got, double *w
 /* ---- the implementations under test ------------------------------------------------ */
 
 typedef enum impl { IMPL_CPU_REFERENCE, IMPL_FORWARD, IMPL_REFERENCE_FORWARD, IMPL_COUNT } impl;
-static const char *const impl_names[] = {"dwconv_cpu_reference", "dwconv_forward(cpu)",
+static const char *const impl_names[] = {"dwconv_reference_run", "dwconv_forward(cpu)",
                                          "dwconv_reference_forward"};
 
 static dwconv_status run_impl(impl which, int threads, const dwconv_desc *d, const void *x,
@@ -204,11 +205,10 @@ static dwconv_status run_impl(impl which, int threads, const dwconv_desc *d, con
     dwconv_status st;
     switch (which) {
     case IMPL_CPU_REFERENCE: {
-        dwconv_plan plan;
-        if ((st = dwconv_plan_make(d, &plan, "check_oracle"))) return st;
-        plan.has_bias = bias != NULL;
-        dwconv_cpu_reference(&plan, x, w, bias, y);
-        return DWCONV_SUCCESS;
+        dwconv_problem p;
+        char msg[DWCONV_MSG_SIZE];
+        if ((st = dwconv_validate_forward(&p, d, NULL, x, w, bias, y, "check_oracle"))) return st;
+        return dwconv_reference_run(&p, msg);
     }
     case IMPL_FORWARD: {
         dwconv_context *ctx = NULL;

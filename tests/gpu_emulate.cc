@@ -9,7 +9,7 @@ dim3 threadIdx, blockIdx, blockDim, gridDim;
 #ifndef GPU_EMULATE_AVAILABLE
 void __syncthreads() {}
 unsigned char *gpu_emulated_shared() { return NULL; }
-int gpu_emulate(gpu_kernel_fn, const int64_t *, int, size_t, gpu_conv_args) {
+int gpu_emulate_launch(const std::function<void()> &, const int64_t *, int, size_t) {
     fprintf(stderr, "gpu_emulate: this platform has no ucontext.h\n");
     return -1;
 }
@@ -25,8 +25,7 @@ enum thread_state { RUNNING, AT_BARRIER, FINISHED };
 const size_t stack_bytes = 256 * 1024;
 
 struct emulator {
-    gpu_kernel_fn kernel;
-    gpu_conv_args args;
+    const std::function<void()> *body;
     ucontext_t scheduler;
     std::vector<ucontext_t> contexts;
     std::vector<std::vector<char> > stacks;
@@ -38,7 +37,7 @@ struct emulator {
 emulator emu;
 
 void thread_entry(int tid) {
-    emu.kernel(emu.args);
+    (*emu.body)();
     emu.states[tid] = FINISHED;
 } /* returns to emu.scheduler through uc_link */
 
@@ -89,11 +88,10 @@ static int run_block(int n) {
     }
 }
 
-int gpu_emulate(gpu_kernel_fn kernel, const int64_t grid[3], int threads, size_t smem,
-                gpu_conv_args args) {
+int gpu_emulate_launch(const std::function<void()> &body, const int64_t grid[3], int threads,
+                       size_t smem) {
     const int n = threads;
-    emu.kernel = kernel;
-    emu.args = args;
+    emu.body = &body;
     emu.contexts.resize(n);
     emu.states.assign(n, FINISHED);
     if ((int)emu.stacks.size() < n) emu.stacks.resize(n, std::vector<char>(stack_bytes));

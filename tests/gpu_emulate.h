@@ -45,11 +45,21 @@ void __syncthreads();
 unsigned char *gpu_emulated_shared();
 #define DWCONV_GPU_SHARED_BASE gpu_emulated_shared
 
+#include <functional>
+
 #include "gpu_args.cuh"
 
-/* Runs one launch to completion; returns 0, or -1 after printing why (a barrier not
- * reached by every thread of a block, or no ucontext on this platform). */
-int gpu_emulate(gpu_kernel_fn kernel, const int64_t grid[3], int threads, size_t smem,
-                gpu_conv_args args);
+/* Runs one launch to completion: body is the kernel called with its arguments (any
+ * kernel, any argument struct: [&] { kernel(args); }). Returns 0, or -1 after
+ * printing why (a barrier not reached by every thread of a block, or no ucontext on
+ * this platform). */
+int gpu_emulate_launch(const std::function<void()> &body, const int64_t grid[3], int threads,
+                       size_t smem);
+
+/* The forward kernels' launch. */
+static inline int gpu_emulate(gpu_kernel_fn kernel, const int64_t grid[3], int threads,
+                              size_t smem, gpu_conv_args args) {
+    return gpu_emulate_launch([kernel, args] { kernel(args); }, grid, threads, smem);
+}
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "dwconv.h"           /* the padding modes */
 #include "dwconv_numerics.h" /* DWCONV_HD */
 
 /* The index of x that padded position i (in [-pad_left, L + pad_right)) reads, or -1
@@ -15,20 +16,21 @@
 DWCONV_HD int64_t dwconv_source_index(int mode, int64_t i, int64_t length) {
     if (i >= 0 && i < length) return i;
     switch (mode) {
-    case 1: /* reflect: mirror about the edge element, which is not repeated */
+    case DWCONV_PAD_REFLECT: /* mirror about the edge element, which is not repeated */
         return i < 0 ? -i : 2 * (length - 1) - i;
-    case 2: /* replicate */
+    case DWCONV_PAD_REPLICATE:
         return i < 0 ? 0 : length - 1;
-    case 3: /* circular */
+    case DWCONV_PAD_CIRCULAR:
         return i < 0 ? i + length : i - length;
-    default: /* zeros */
+    default: /* DWCONV_PAD_ZEROS */
         return -1;
     }
 }
 
-/* First output whose taps all lie in [0, L): ceil(pad_left / stride). */
+/* First output whose taps all lie in [0, L): ceil(pad_left / stride), written so that
+ * no stride, however large, overflows. */
 DWCONV_HD int64_t dwconv_interior_begin(int64_t pad_left, int64_t stride) {
-    return (pad_left + stride - 1) / stride;
+    return pad_left / stride + (pad_left % stride != 0);
 }
 
 /* One past the last output whose taps all lie in [0, L), clipped to [begin, L_out]:

@@ -1,20 +1,12 @@
-/* Contexts and the entry points that run on them: every argument is validated here,
- * once for every backend, before the backend's table is called. */
+/* Contexts, their memory and copies: every argument is validated here, once for
+ * every backend, before the backend's table is called. */
 #include <config.h>
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu.h"
 #include "internal.h"
-
-struct dwconv_context {
-    dwconv_backend backend;
-    int device;
-    const dwconv_module_ops *ops;
-    void *state;
-};
 
 /* Calls a table member that reports through msg, and turns its failure into the
  * per-thread message. */
@@ -25,13 +17,18 @@ struct dwconv_context {
         if (st_ != DWCONV_SUCCESS) return dwconv_fail(st_, "%s: %s", (who), msg_);       \
     } while (0)
 
-#define REQUIRE(cond, status, ...)                                                       \
-    do {                                                                                 \
-        if (!(cond)) return dwconv_fail((status), __VA_ARGS__);                          \
-    } while (0)
+/* Whether device `device` of a backend exists and can run its code. */
+static int usable(dwconv_backend backend, int device) {
+    dwconv_backend_report report;
+    const dwconv_module_ops *ops = dwconv_backend_ops(backend, &report);
+    char msg[DWCONV_MSG_SIZE];
+    return ops && device < report.device_count &&
+           dwconv_backend_device_check(ops, device, msg) == DWCONV_SUCCESS;
+}
 
-/* AUTO: DWCONV_BACKEND if set, else the first GPU backend with a device, else cpu. */
-static dwconv_status choose_auto(dwconv_backend *backend) {
+/* AUTO: DWCONV_BACKEND if set, else the first GPU backend on which `device` can run,
+ * else cpu. */
+static dwconv_status choose_auto(dwconv_backend *backend, int device) {
     const char *env = getenv("DWCONV_BACKEND");
     if (env && *env) {
         if (dwconv_backend_parse(env, backend) != DWCONV_SUCCESS)
@@ -41,8 +38,8 @@ static dwconv_status choose_auto(dwconv_backend *backend) {
         if (*backend != DWCONV_BACKEND_AUTO) return DWCONV_SUCCESS;
     }
     *backend = DWCONV_BACKEND_CPU;
-    if (dwconv_backend_ops(DWCONV_BACKEND_CUDA, NULL)) *backend = DWCONV_BACKEND_CUDA;
-    else if (dwconv_backend_ops(DWCONV_BACKEND_HIP, NULL)) *backend = DWCONV_BACKEND_HIP;
+    if (usable(DWCONV_BACKEND_CUDA, device)) *backend = DWCONV_BACKEND_CUDA;
+    else if (usable(DWCONV_BACKEND_HIP, device)) *backend = DWCONV_BACKEND_HIP;
     return DWCONV_SUCCESS;
 }
 
@@ -50,27 +47,31 @@ dwconv_status dwconv_context_create(dwconv_context **context, dwconv_backend bac
                                     int device) {
     static const char who[] = "dwconv_context_create";
     dwconv_clear_error();
-    REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "%s: context is NULL", who);
-    REQUIRE((unsigned)backend <= DWCONV_BACKEND_HIP, DWCONV_ERROR_INVALID_VALUE,
+    DWCONV_REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "%s: context is NULL", who);
+    DWCONV_REQUIRE((unsigned)backend <= DWCONV_BACKEND_HIP, DWCONV_ERROR_INVALID_VALUE,
             "%s: backend %d is not a dwconv_backend", who, (int)backend);
-    REQUIRE(device >= 0, DWCONV_ERROR_INVALID_VALUE, "%s: device %d is negative", who, device);
-    *context = NULL;
+    DWCONV_REQUIRE(device >= 0, DWCONV_ERROR_INVALID_VALUE, "%s: device %d is negative", who,
+                   device);
     if (backend == DWCONV_BACKEND_AUTO) {
-        dwconv_status st = choose_auto(&backend);
+        dwconv_status st = choose_auto(&backend, device);
         if (st) return st;
     }
     dwconv_backend_report report;
     const dwconv_module_ops *ops = dwconv_backend_ops(backend, &report);
-    REQUIRE(ops, DWCONV_ERROR_BACKEND_UNAVAILABLE, "%s: backend %s cannot run here: %s", who,
-            dwconv_backend_name(backend), report.detail);
-    REQUIRE(device < report.device_count, DWCONV_ERROR_INVALID_VALUE,
-            "%s: device %d does not exist (%s has %d)", who, device,
-            dwconv_backend_name(backend), report.device_count);
+    DWCONV_REQUIRE(ops, DWCONV_ERROR_BACKEND_UNAVAILABLE, "%s: backend %s cannot run here: %s",
+                   who, dwconv_backend_name(backend), report.detail);
+    DWCONV_REQUIRE(device < report.device_count, DWCONV_ERROR_INVALID_VALUE,
+                   "%s: device %d does not exist (%s has %d)", who, device,
+                   dwconv_backend_name(backend), report.device_count);
+    char msg[DWCONV_MSG_SIZE] = "";
+    dwconv_status st = dwconv_backend_device_check(ops, device, msg);
+    if (st)
+        return dwconv_fail(st, "%s: backend %s cannot run on device %d: %s", who,
+                           dwconv_backend_name(backend), device, msg);
 
     dwconv_context *ctx = calloc(1, sizeof *ctx);
-    REQUIRE(ctx, DWCONV_ERROR_OUT_OF_MEMORY, "%s: out of host memory", who);
-    char msg[DWCONV_MSG_SIZE] = "";
-    dwconv_status st = ops->context_create(device, &ctx->state, msg);
+    DWCONV_REQUIRE(ctx, DWCONV_ERROR_OUT_OF_MEMORY, "%s: out of host memory", who);
+    st = ops->context_create(device, &ctx->state, msg);
     if (st) {
         free(ctx);
         return dwconv_fail(st, "%s: %s: %s", who, dwconv_backend_name(backend), msg);
@@ -92,7 +93,7 @@ dwconv_status dwconv_context_destroy(dwconv_context *context) {
 
 dwconv_status dwconv_context_backend(const dwconv_context *context, dwconv_backend *backend) {
     dwconv_clear_error();
-    REQUIRE(context && backend, DWCONV_ERROR_NULL_POINTER, "dwconv_context_backend: %s is NULL",
+    DWCONV_REQUIRE(context && backend, DWCONV_ERROR_NULL_POINTER, "dwconv_context_backend: %s is NULL",
             context ? "backend" : "context");
     *backend = context->backend;
     return DWCONV_SUCCESS;
@@ -100,14 +101,14 @@ dwconv_status dwconv_context_backend(const dwconv_context *context, dwconv_backe
 
 dwconv_status dwconv_context_set_stream(dwconv_context *context, void *stream) {
     dwconv_clear_error();
-    REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_context_set_stream: context is NULL");
+    DWCONV_REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_context_set_stream: context is NULL");
     CALL_OPS("dwconv_context_set_stream", context, set_stream, stream);
     return DWCONV_SUCCESS;
 }
 
 dwconv_status dwconv_context_get_stream(const dwconv_context *context, void **stream) {
     dwconv_clear_error();
-    REQUIRE(context && stream, DWCONV_ERROR_NULL_POINTER,
+    DWCONV_REQUIRE(context && stream, DWCONV_ERROR_NULL_POINTER,
             "dwconv_context_get_stream: %s is NULL", context ? "stream" : "context");
     *stream = context->ops->get_stream(context->state);
     return DWCONV_SUCCESS;
@@ -115,9 +116,10 @@ dwconv_status dwconv_context_get_stream(const dwconv_context *context, void **st
 
 dwconv_status dwconv_context_set_threads(dwconv_context *context, int threads) {
     dwconv_clear_error();
-    REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_context_set_threads: context is NULL");
-    REQUIRE(threads >= 0, DWCONV_ERROR_INVALID_VALUE,
-            "dwconv_context_set_threads: threads is %d, must be >= 0", threads);
+    DWCONV_REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_context_set_threads: context is NULL");
+    DWCONV_REQUIRE(threads >= 0 && threads <= DWCONV_MAX_THREADS, DWCONV_ERROR_INVALID_VALUE,
+                   "dwconv_context_set_threads: threads is %d, must be in [0, %d]", threads,
+                   DWCONV_MAX_THREADS);
     CALL_OPS("dwconv_context_set_threads", context, set_threads, threads);
     return DWCONV_SUCCESS;
 }
@@ -127,28 +129,23 @@ dwconv_status dwconv_context_set_threads(dwconv_context *context, int threads) {
 dwconv_status dwconv_malloc(dwconv_context *context, void **ptr, size_t bytes) {
     static const char who[] = "dwconv_malloc";
     dwconv_clear_error();
-    REQUIRE(context && ptr, DWCONV_ERROR_NULL_POINTER, "%s: %s is NULL", who,
-            context ? "ptr" : "context");
-    *ptr = NULL;
-    REQUIRE(bytes > 0, DWCONV_ERROR_INVALID_VALUE, "%s: bytes is 0", who);
-    REQUIRE(bytes <= (size_t)INT64_MAX, DWCONV_ERROR_SIZE_OVERFLOW,
-            "%s: %zu bytes is more than any device has", who, bytes);
-    CALL_OPS(who, context, mem_alloc, ptr, bytes);
+    DWCONV_REQUIRE(context && ptr, DWCONV_ERROR_NULL_POINTER, "%s: %s is NULL", who,
+                   context ? "ptr" : "context");
+    DWCONV_REQUIRE(bytes > 0, DWCONV_ERROR_INVALID_VALUE, "%s: bytes is 0", who);
+    DWCONV_REQUIRE(bytes <= (size_t)INT64_MAX, DWCONV_ERROR_SIZE_OVERFLOW,
+                   "%s: %zu bytes is more than any device has", who, bytes);
+    void *block = NULL; /* *ptr changes only on success */
+    CALL_OPS(who, context, mem_alloc, &block, bytes);
+    *ptr = block;
     return DWCONV_SUCCESS;
 }
 
 dwconv_status dwconv_free(dwconv_context *context, void *ptr) {
     dwconv_clear_error();
-    REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_free: context is NULL");
+    DWCONV_REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_free: context is NULL");
     if (!ptr) return DWCONV_SUCCESS;
     CALL_OPS("dwconv_free", context, mem_free, ptr);
     return DWCONV_SUCCESS;
-}
-
-/* [a, a+an) and [b, b+bn) share a byte */
-static int ranges_overlap(const void *a, size_t an, const void *b, size_t bn) {
-    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-    return an > 0 && bn > 0 && a0 < b0 + bn && b0 < a0 + an;
 }
 
 typedef dwconv_status (*copy_fn)(void *, void *, const void *, size_t, char *);
@@ -156,11 +153,15 @@ typedef dwconv_status (*copy_fn)(void *, void *, const void *, size_t, char *);
 static dwconv_status checked_copy(dwconv_context *ctx, const char *who, copy_fn copy,
                                   int src_on_backend, int dst_on_backend, void *dst,
                                   const void *src, size_t bytes) {
-    REQUIRE(ctx, DWCONV_ERROR_NULL_POINTER, "%s: context is NULL", who);
-    REQUIRE(dst && src, DWCONV_ERROR_NULL_POINTER, "%s: %s is NULL", who, dst ? "src" : "dst");
+    DWCONV_REQUIRE(ctx, DWCONV_ERROR_NULL_POINTER, "%s: context is NULL", who);
+    DWCONV_REQUIRE(dst && src, DWCONV_ERROR_NULL_POINTER, "%s: %s is NULL", who, dst ? "src" : "dst");
     if (bytes == 0) return DWCONV_SUCCESS;
-    REQUIRE(!ranges_overlap(dst, bytes, src, bytes), DWCONV_ERROR_ALIASING,
-            "%s: dst and src overlap", who);
+    DWCONV_REQUIRE(bytes <= UINTPTR_MAX - (uintptr_t)dst && bytes <= UINTPTR_MAX - (uintptr_t)src,
+                   DWCONV_ERROR_SIZE_OVERFLOW,
+                   "%s: %zu bytes from %p or %p run past the end of the address space", who,
+                   bytes, dst, src);
+    DWCONV_REQUIRE(!dwconv_ranges_overlap(dst, bytes, src, bytes), DWCONV_ERROR_ALIASING,
+                   "%s: dst and src overlap", who);
     char msg[DWCONV_MSG_SIZE] = "";
     dwconv_status st;
     if (src_on_backend && (st = ctx->ops->check_pointer(ctx->state, src, bytes, "src", msg)))
@@ -195,69 +196,10 @@ dwconv_status dwconv_copy_on_backend(dwconv_context *context, void *dst, const v
 
 dwconv_status dwconv_synchronize(dwconv_context *context) {
     dwconv_clear_error();
-    REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_synchronize: context is NULL");
+    DWCONV_REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_synchronize: context is NULL");
     char msg[DWCONV_MSG_SIZE] = "";
     dwconv_status st = context->ops->synchronize(context->state, msg);
     if (st) return dwconv_fail(st, "dwconv_synchronize: %s", msg);
-    return DWCONV_SUCCESS;
-}
-
-/* ---- the operation ---- */
-
-/* Everything dwconv_forward and dwconv_reference_forward check before any output
- * is written: the pointers, the descriptor, and that y overlaps no input. */
-static dwconv_status check_forward_args(const char *who, const dwconv_desc *desc, const void *x,
-                                        const void *weight, const void *bias, const void *y,
-                                        dwconv_plan *plan) {
-    REQUIRE(desc, DWCONV_ERROR_NULL_POINTER, "%s: desc is NULL", who);
-    REQUIRE(x, DWCONV_ERROR_NULL_POINTER, "%s: x is NULL", who);
-    REQUIRE(weight, DWCONV_ERROR_NULL_POINTER, "%s: weight is NULL", who);
-    REQUIRE(y, DWCONV_ERROR_NULL_POINTER, "%s: y is NULL", who);
-    dwconv_status st = dwconv_plan_make(desc, plan, who);
-    if (st) return st;
-    plan->has_bias = bias != NULL;
-    REQUIRE(!ranges_overlap(y, plan->y_bytes, x, plan->x_bytes), DWCONV_ERROR_ALIASING,
-            "%s: y overlaps x (in-place convolution is not supported)", who);
-    REQUIRE(!ranges_overlap(y, plan->y_bytes, weight, plan->weight_bytes), DWCONV_ERROR_ALIASING,
-            "%s: y overlaps weight", who);
-    REQUIRE(!bias || !ranges_overlap(y, plan->y_bytes, bias, plan->bias_bytes),
-            DWCONV_ERROR_ALIASING, "%s: y overlaps bias", who);
-    return DWCONV_SUCCESS;
-}
-
-dwconv_status dwconv_forward(dwconv_context *context, const dwconv_desc *desc, const void *x,
-                             const void *weight, const void *bias, void *y) {
-    static const char who[] = "dwconv_forward";
-    dwconv_clear_error();
-    REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "%s: context is NULL", who);
-    dwconv_plan plan;
-    dwconv_status st = check_forward_args(who, desc, x, weight, bias, y, &plan);
-    if (st) return st;
-
-    char msg[DWCONV_MSG_SIZE] = "";
-    const struct { const void *ptr; size_t bytes; const char *name; } args[] = {
-        {x, plan.x_bytes, "x"}, {weight, plan.weight_bytes, "weight"},
-        {bias, plan.bias_bytes, "bias"}, {y, plan.y_bytes, "y"},
-    };
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++)
-        if (args[i].ptr &&
-            (st = context->ops->check_pointer(context->state, args[i].ptr, args[i].bytes,
-                                              args[i].name, msg)))
-            return dwconv_fail(st, "%s: %s", who, msg);
-
-    st = context->ops->forward(context->state, &plan, x, weight, bias, y, msg);
-    if (st) return dwconv_fail(st, "%s: %s", who, msg);
-    return DWCONV_SUCCESS;
-}
-
-dwconv_status dwconv_reference_forward(const dwconv_desc *desc, const void *x,
-                                       const void *weight, const void *bias, void *y) {
-    dwconv_clear_error();
-    dwconv_plan plan;
-    dwconv_status st = check_forward_args("dwconv_reference_forward", desc, x, weight, bias, y,
-                                          &plan);
-    if (st) return st;
-    dwconv_cpu_reference(&plan, x, weight, bias, y);
     return DWCONV_SUCCESS;
 }
 
@@ -265,7 +207,7 @@ dwconv_status dwconv_reference_forward(const dwconv_desc *desc, const void *x,
 
 dwconv_status dwconv_timer_start(dwconv_context *context) {
     dwconv_clear_error();
-    REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_timer_start: context is NULL");
+    DWCONV_REQUIRE(context, DWCONV_ERROR_NULL_POINTER, "dwconv_timer_start: context is NULL");
     char msg[DWCONV_MSG_SIZE] = "";
     dwconv_status st = context->ops->timer_start(context->state, msg);
     if (st) return dwconv_fail(st, "dwconv_timer_start: %s", msg);
@@ -274,8 +216,10 @@ dwconv_status dwconv_timer_start(dwconv_context *context) {
 
 dwconv_status dwconv_timer_stop(dwconv_context *context, double *milliseconds) {
     dwconv_clear_error();
-    REQUIRE(context && milliseconds, DWCONV_ERROR_NULL_POINTER, "dwconv_timer_stop: %s is NULL",
+    DWCONV_REQUIRE(context && milliseconds, DWCONV_ERROR_NULL_POINTER, "dwconv_timer_stop: %s is NULL",
             context ? "milliseconds" : "context");
-    CALL_OPS("dwconv_timer_stop", context, timer_stop, milliseconds);
+    double ms = 0.0; /* *milliseconds changes only on success */
+    CALL_OPS("dwconv_timer_stop", context, timer_stop, &ms);
+    *milliseconds = ms;
     return DWCONV_SUCCESS;
 }

@@ -10,21 +10,26 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "internal.h"
 
 typedef struct backend_slot {
     const char *name;
     int built;
     int tried;
-    const dwconv_module_ops *ops; /* accepted table, even with no device */
+    dwconv_module_ops table;      /* the module's, optional members filled */
+    const dwconv_module_ops *ops; /* &table once accepted, even with no device */
     int device_count;
-    char path[512];
+    char path[PATH_MAX];
     char detail[512];
 } backend_slot;
 
@@ -58,31 +63,108 @@ dwconv_status dwconv_backend_parse(const char *name, dwconv_backend *backend) {
                        "dwconv_backend_parse: '%s' is not one of auto, cpu, cuda, hip", name);
 }
 
-/* Writes the path of the first existing candidate into path; 0 if none exists. */
-static int find_module(const char *file, char *path, size_t size) {
-    const char *env = getenv("DWCONV_MODULE_PATH");
+/* DWCONV_MODULE_PATH, except in a set-uid or set-gid program: there a user could
+ * make it load code of their choice with the program's rights (glibc's
+ * secure_getenv ignores it then, as the dynamic loader ignores LD_LIBRARY_PATH). */
+static const char *module_path_variable(void) {
+#ifdef HAVE_SECURE_GETENV
+    return secure_getenv("DWCONV_MODULE_PATH");
+#else
+    return getuid() == geteuid() && getgid() == getegid() ? getenv("DWCONV_MODULE_PATH") : NULL;
+#endif
+}
+
+/* One candidate: 1 if it exists (path holds it), 0 if not; an over-long path or an
+ * error other than "no such file" is recorded in why (the last one seen is
+ * reported when no candidate is found). */
+static int try_candidate(const char *dir, int dir_len, const char *file, char *path,
+                         size_t size, char *why, size_t why_size) {
+    int n = snprintf(path, size, "%.*s/%s", dir_len, dir, file);
+    if (n < 0 || (size_t)n >= size) {
+        snprintf(why, why_size, "%.*s/%s: path longer than %zu bytes, skipped", dir_len > 200 ?
+                 200 : dir_len, dir, file, size - 1);
+        path[0] = '\0';
+        return 0;
+    }
+    if (access(path, F_OK) == 0) return 1;
+    if (errno != ENOENT) snprintf(why, why_size, "%s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* Writes the path of the first existing candidate into path; 0 if none exists, with
+ * the reason a candidate could not be looked at (if any) in why. */
+static int find_module(const char *file, char *path, size_t size, char *why, size_t why_size) {
+    const char *env = module_path_variable();
+    why[0] = '\0';
     if (env && *env) {
         const char *dir = env;
         while (*dir) {
             size_t len = strcspn(dir, ":");
-            if (len > 0) {
-                snprintf(path, size, "%.*s/%s", (int)len, dir, file);
-                if (access(path, F_OK) == 0) return 1;
-            }
+            if (len > 0 && len < (size_t)INT32_MAX &&
+                try_candidate(dir, (int)len, file, path, size, why, why_size))
+                return 1;
             dir += len + (dir[len] == ':');
         }
     }
     Dl_info self;
     if (dladdr((void *)&dwconv_version, &self) && self.dli_fname) {
         const char *slash = strrchr(self.dli_fname, '/');
-        if (slash) {
-            snprintf(path, size, "%.*s/dwconv/%s", (int)(slash - self.dli_fname), self.dli_fname,
-                     file);
-            if (access(path, F_OK) == 0) return 1;
-        }
+        char dir[PATH_MAX];
+        int n = slash ? snprintf(dir, sizeof dir, "%.*s/dwconv", (int)(slash - self.dli_fname),
+                                 self.dli_fname)
+                      : -1;
+        if (n > 0 && (size_t)n < sizeof dir &&
+            try_candidate(dir, n, file, path, size, why, why_size))
+            return 1;
     }
-    snprintf(path, size, "%s/%s", DWCONV_MODULEDIR, file);
-    return access(path, F_OK) == 0;
+    return try_candidate(DWCONV_MODULEDIR, (int)strlen(DWCONV_MODULEDIR), file, path, size, why,
+                         why_size);
+}
+
+/* ---- stubs for the optional members a module leaves out ---- */
+
+static dwconv_status stub_device_check(int device, char *msg) {
+    (void)device, (void)msg;
+    return DWCONV_SUCCESS;
+}
+static dwconv_status stub_set_stream(void *state, void *stream, char *msg) {
+    (void)state;
+    if (!stream) return DWCONV_SUCCESS;
+    snprintf(msg, DWCONV_MSG_SIZE, "this backend has no streams: only NULL is accepted");
+    return DWCONV_ERROR_UNSUPPORTED;
+}
+static void *stub_get_stream(void *state) {
+    (void)state;
+    return NULL;
+}
+static dwconv_status stub_set_threads(void *state, int threads, char *msg) {
+    (void)state, (void)threads;
+    snprintf(msg, DWCONV_MSG_SIZE, "this backend has no thread count to set");
+    return DWCONV_ERROR_UNSUPPORTED;
+}
+static dwconv_status stub_timer_start(void *state, char *msg) {
+    (void)state;
+    snprintf(msg, DWCONV_MSG_SIZE, "this backend has no timer");
+    return DWCONV_ERROR_UNSUPPORTED;
+}
+static dwconv_status stub_timer_stop(void *state, double *ms, char *msg) {
+    (void)ms;
+    return stub_timer_start(state, msg);
+}
+
+/* A full table: the module's members, and stubs where it has none. */
+static void fill_optional(dwconv_module_ops *ops) {
+#define FILL(member, stub)                                                               \
+    if (ops->ops_size < offsetof(dwconv_module_ops, member) + sizeof ops->member ||      \
+        !ops->member)                                                                    \
+        ops->member = stub;
+    FILL(device_check, stub_device_check)
+    FILL(set_stream, stub_set_stream)
+    FILL(get_stream, stub_get_stream)
+    FILL(set_threads, stub_set_threads)
+    FILL(timer_start, stub_timer_start)
+    FILL(timer_stop, stub_timer_stop)
+#undef FILL
 }
 
 /* NULL if the table is acceptable, else what is wrong with it. */
@@ -93,28 +175,34 @@ static const char *vet_ops(const dwconv_module_ops *ops, const char *name) {
                  ops->abi_version, DWCONV_MODULE_ABI_VERSION);
         return why;
     }
-    if (ops->ops_size != sizeof(dwconv_module_ops)) return "module ops table has the wrong size";
+    if (ops->ops_size < DWCONV_MODULE_OPS_MIN_SIZE) {
+        snprintf(why, sizeof why, "module ops table has %u bytes, ABI %u needs at least %zu",
+                 ops->ops_size, DWCONV_MODULE_ABI_VERSION, (size_t)DWCONV_MODULE_OPS_MIN_SIZE);
+        return why;
+    }
     if (!ops->name || strcmp(ops->name, name) != 0) return "module names another backend";
-    const void *members[] = {
-        (void *)ops->device_count, (void *)ops->device_name, (void *)ops->context_create,
-        (void *)ops->context_destroy, (void *)ops->set_stream, (void *)ops->get_stream,
-        (void *)ops->set_threads, (void *)ops->describe, (void *)ops->mem_alloc,
-        (void *)ops->mem_free, (void *)ops->copy_to_backend, (void *)ops->copy_to_host,
-        (void *)ops->copy_on_backend, (void *)ops->synchronize, (void *)ops->check_pointer,
-        (void *)ops->forward, (void *)ops->timer_start, (void *)ops->timer_stop,
+    const void *required[] = {
+        (void *)ops->device_count,    (void *)ops->device_name,  (void *)ops->context_create,
+        (void *)ops->context_destroy, (void *)ops->describe,     (void *)ops->mem_alloc,
+        (void *)ops->mem_free,        (void *)ops->copy_to_backend, (void *)ops->copy_to_host,
+        (void *)ops->copy_on_backend, (void *)ops->synchronize,  (void *)ops->check_pointer,
+        (void *)ops->supports,        (void *)ops->run,
     };
-    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
-        if (!members[i]) return "module ops table has a NULL member";
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!required[i]) return "module ops table has a NULL required member";
     return NULL;
 }
 
 static void load_slot(backend_slot *slot) {
-    char file[64];
+    char file[64], why[600];
     snprintf(file, sizeof file, "dwconv_%s%s", slot->name, LT_MODULE_EXT);
-    if (!find_module(file, slot->path, sizeof slot->path)) {
-        snprintf(slot->detail, sizeof slot->detail, "%s not found (%s)", file,
-                 slot->built ? "set DWCONV_MODULE_PATH, or install it"
-                             : "this build was configured without it");
+    if (!find_module(file, slot->path, sizeof slot->path, why, sizeof why)) {
+        if (why[0])
+            snprintf(slot->detail, sizeof slot->detail, "%s not found (%.400s)", file, why);
+        else
+            snprintf(slot->detail, sizeof slot->detail, "%s not found (%s)", file,
+                     slot->built ? "set DWCONV_MODULE_PATH, or install it"
+                                 : "this build was configured without it");
         slot->path[0] = '\0';
         return;
     }
@@ -128,26 +216,44 @@ static void load_slot(backend_slot *slot) {
     dwconv_module_entry_fn entry;
     *(void **)&entry = dlsym(handle, DWCONV_MODULE_ENTRY_SYMBOL);
     if (!entry) {
-        snprintf(slot->detail, sizeof slot->detail,
-                 "no symbol %s: not a dwconv module, or built for another dwconv ABI",
-                 DWCONV_MODULE_ENTRY_SYMBOL);
+        if (dlsym(handle, DWCONV_MODULE_ENTRY_SYMBOL_V1))
+            snprintf(slot->detail, sizeof slot->detail,
+                     "rejected: module ABI version 1 (dwconv 0.1), this libdwconv needs %u: "
+                     "install the module built with this libdwconv", DWCONV_MODULE_ABI_VERSION);
+        else
+            snprintf(slot->detail, sizeof slot->detail, "no symbol %s: not a dwconv module",
+                     DWCONV_MODULE_ENTRY_SYMBOL);
         return;
     }
     const dwconv_module_ops *ops = entry();
-    const char *why = ops ? vet_ops(ops, slot->name) : "module entry returned no ops table";
-    if (why) {
-        snprintf(slot->detail, sizeof slot->detail, "rejected: %s", why);
+    const char *bad = ops ? vet_ops(ops, slot->name) : "module entry returned no ops table";
+    if (bad) {
+        snprintf(slot->detail, sizeof slot->detail, "rejected: %s", bad);
         return;
     }
+    /* the module's table, as long as it is, then the stubs */
+    memset(&slot->table, 0, sizeof slot->table);
+    memcpy(&slot->table, ops, ops->ops_size < sizeof slot->table ? ops->ops_size
+                                                                  : sizeof slot->table);
+    fill_optional(&slot->table);
     char msg[DWCONV_MSG_SIZE] = "";
-    slot->ops = ops;
-    slot->device_count = ops->device_count(msg);
+    slot->ops = &slot->table;
+    slot->device_count = slot->table.device_count(msg);
     if (slot->device_count < 1) {
         slot->device_count = 0;
         snprintf(slot->detail, sizeof slot->detail, "loaded, no device: %s", msg);
-    } else {
-        snprintf(slot->detail, sizeof slot->detail, "loaded, %d device(s)", slot->device_count);
+        return;
     }
+    int n = snprintf(slot->detail, sizeof slot->detail, "loaded, %d device(s)",
+                     slot->device_count);
+    for (int d = 0; d < slot->device_count && n > 0 && (size_t)n < sizeof slot->detail; d++)
+        if (slot->table.device_check(d, msg) != DWCONV_SUCCESS)
+            n += snprintf(slot->detail + n, sizeof slot->detail - (size_t)n,
+                          "; device %d unusable: %s", d, msg);
+}
+
+dwconv_status dwconv_backend_device_check(const dwconv_module_ops *ops, int device, char *msg) {
+    return ops->device_check ? ops->device_check(device, msg) : DWCONV_SUCCESS; /* cpu: NULL */
 }
 
 const dwconv_module_ops *dwconv_backend_ops(dwconv_backend backend,

@@ -2,6 +2,7 @@
 #include <config.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -12,8 +13,13 @@ void dwconv_clear_error(void) { last_error[0] = '\0'; }
 dwconv_status dwconv_fail(dwconv_status status, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, args);
+    int n = vsnprintf(last_error, sizeof last_error, fmt, args);
     va_end(args);
+    if (n >= (int)sizeof last_error) /* cut: say so */
+        memcpy(last_error + sizeof last_error - 4, "...", 4);
+    /* one line, whatever an environment value or a module's text held */
+    for (char *c = last_error; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return status;
 }
 

@@ -16,7 +16,7 @@
 
 #include "cpu.h"
 #include "fast.h"
-#include "internal.h"
+#include "reference.h"
 
 typedef struct cpu_state {
     int threads; /* 0: OpenMP's default */
@@ -130,7 +130,8 @@ static void copy_chunk(char *dst, const char *src, size_t n, int stream) {
  * ceiling for it (the benchmarks' denominator). */
 static dwconv_status cpu_copy(void *state, void *dst, const void *src, size_t bytes, char *msg) {
     (void)msg;
-    int nt = effective_threads(state);
+    /* bytes / 16: a copied byte costs about a sixteenth of a tap product */
+    int nt = dwconv_cpu_thread_count(((cpu_state *)state)->threads, (double)bytes / 16);
     int stream = dwconv_cpu_streams(bytes);
     const size_t chunk = (size_t)1 << 20;
     const int64_t chunks = (int64_t)((bytes + chunk - 1) / chunk);
@@ -153,12 +154,30 @@ static dwconv_status cpu_check_pointer(void *state, const void *ptr, size_t byte
     return DWCONV_SUCCESS; /* any host memory will do; nothing more can be checked */
 }
 
-static dwconv_status cpu_forward(void *state, const dwconv_plan *plan, const void *x,
-                                 const void *weight, const void *bias, void *y, char *msg) {
-    dwconv_status st = dwconv_cpu_fast(plan, x, weight, bias, y, ((cpu_state *)state)->threads);
+/* The one route of a problem through this backend, by operation. The index arrays of
+ * the causal operations are host memory here: checked before anything is written. */
+static dwconv_status cpu_run(void *state, const dwconv_problem *p, char *msg) {
+    const int threads = ((cpu_state *)state)->threads;
+    dwconv_status st;
+    switch (p->op) {
+    case DWCONV_OP_FORWARD: st = dwconv_cpu_fast(p, threads); break;
+    case DWCONV_OP_BACKWARD: return dwconv_cpu_backward(p, threads, msg);
+    case DWCONV_OP_CAUSAL_FORWARD:
+    case DWCONV_OP_CAUSAL_UPDATE:
+        if ((st = dwconv_ref_check_indices(p, msg))) return st;
+        return dwconv_cpu_causal(p, threads, msg);
+    default:
+        snprintf(msg, DWCONV_MSG_SIZE, "operation %d is not a dwconv operation", (int)p->op);
+        return DWCONV_ERROR_INVALID_VALUE;
+    }
     if (st == DWCONV_ERROR_UNSUPPORTED) snprintf(msg, DWCONV_MSG_SIZE, "%s", dwconv_cpu_simd_error());
     else if (st) snprintf(msg, DWCONV_MSG_SIZE, "cannot allocate the cpu path's scratch memory");
     return st;
+}
+
+static dwconv_status cpu_supports(void *state, const dwconv_problem *p, char *msg) {
+    (void)state, (void)p, (void)msg;
+    return DWCONV_SUCCESS; /* every operation, every option */
 }
 
 static double now_ms(void) {
@@ -187,9 +206,6 @@ static const dwconv_module_ops cpu_ops = {
     .device_name = cpu_device_name,
     .context_create = cpu_context_create,
     .context_destroy = cpu_context_destroy,
-    .set_stream = cpu_set_stream,
-    .get_stream = cpu_get_stream,
-    .set_threads = cpu_set_threads,
     .describe = cpu_describe,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
@@ -198,7 +214,12 @@ static const dwconv_module_ops cpu_ops = {
     .copy_on_backend = cpu_copy,
     .synchronize = cpu_synchronize,
     .check_pointer = cpu_check_pointer,
-    .forward = cpu_forward,
+    .supports = cpu_supports,
+    .run = cpu_run,
+    .device_check = NULL, /* the core's stub: the host can always run */
+    .set_stream = cpu_set_stream,
+    .get_stream = cpu_get_stream,
+    .set_threads = cpu_set_threads,
     .timer_start = cpu_timer_start,
     .timer_stop = cpu_timer_stop,
 };

@@ -1,23 +1,14 @@
-/* The fast OpenMP path: picks the SIMD flavour and the layout's driver. Every output
- * is computed with the contract's operations in its order, so the result is the
- * reference's, bit for bit, whatever the flavour and the thread count. */
+/* The fast OpenMP path: picks the SIMD flavour, the driver for the operands' layout
+ * and the thread count. Every output is computed with the contract's operations in
+ * its order, so the result is the reference's, bit for bit, whatever the flavour
+ * and the thread count. */
 #include <config.h>
 
 #include <stdio.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "cpu.h"
 #include "fast.h"
-
-int dwconv_cpu_thread_index(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
+#include "reference.h"
 
 /* The last-level cache of one core's cluster in bytes, from Linux sysfs; 0 if unknown.
  * Not sysconf(_SC_LEVEL3_CACHE_SIZE): under KVM on Zen 5 glibc reports the host's
@@ -43,29 +34,38 @@ int dwconv_cpu_streams(size_t output_bytes) {
     return output_bytes > (size_t)cache;
 }
 
-static int thread_count(int threads) {
-#ifdef _OPENMP
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-    return 1;
-#endif
+/* Outputs one by one, as the reference computes them, for operands whose strides fit
+ * neither driver (and rows whose staging would outgrow the data). */
+static dwconv_status strided_forward(const dwconv_problem *p, int nt) {
+    const int64_t rows = p->desc.batch * p->desc.channels;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t r = 0; r < rows; r++) dwconv_ref_forward_rows(p, r, r + 1);
+    return DWCONV_SUCCESS;
 }
 
-dwconv_status dwconv_cpu_fast_with(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
-                                   const void *x, const void *weight, const void *bias, void *y,
+/* Tap products of a forward: the work the thread count follows. */
+static double forward_work(const dwconv_problem *p) {
+    const dwconv_desc *d = &p->desc;
+    return (double)d->batch * (double)d->channels *
+           ((double)p->output_length * (double)d->kernel_size + (double)d->length);
+}
+
+dwconv_status dwconv_cpu_fast_with(const dwconv_cpu_kernels *kernels, const dwconv_problem *p,
                                    int threads) {
-    int nt = thread_count(threads);
-    /* With one channel, NLC data is laid out exactly as NCL data. */
-    if (plan->desc.layout == DWCONV_LAYOUT_NCL || plan->desc.channels == 1)
-        return dwconv_cpu_fast_ncl(kernels, plan, x, weight, bias, y, nt);
-    return dwconv_cpu_fast_nlc(kernels, plan, x, weight, bias, y, nt);
+    if (p->op != DWCONV_OP_FORWARD) return DWCONV_ERROR_UNSUPPORTED;
+    const dwconv_operand *x = &p->operand[DWCONV_ROLE_X], *y = &p->operand[DWCONV_ROLE_Y];
+    const int nt = dwconv_cpu_thread_count(threads, forward_work(p));
+    /* (contiguous NLC with one channel has adjacent positions: the ncl driver takes it) */
+    if (dwconv_channel_first(x) && dwconv_channel_first(y) && dwconv_cpu_ncl_fits(p))
+        return dwconv_cpu_fast_ncl(kernels, p, nt);
+    if (dwconv_channel_last(x) && dwconv_channel_last(y))
+        return dwconv_cpu_fast_nlc(kernels, p, nt);
+    return strided_forward(p, nt);
 }
 
-dwconv_status dwconv_cpu_fast(const dwconv_plan *plan, const void *x, const void *weight,
-                              const void *bias, void *y, int threads) {
+dwconv_status dwconv_cpu_fast(const dwconv_problem *p, int threads) {
     char why[DWCONV_MSG_SIZE];
     const dwconv_cpu_kernels *kernels = dwconv_cpu_kernels_active(why, sizeof why);
     if (!kernels) return DWCONV_ERROR_UNSUPPORTED;
-    return dwconv_cpu_fast_with(kernels, plan, x, weight, bias, y, threads);
+    return dwconv_cpu_fast_with(kernels, p, threads);
 }

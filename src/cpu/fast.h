@@ -1,6 +1,7 @@
-/* The fast path's driver, shared between its files: fast.c (entry, threads),
- * fast_ncl.c and fast_nlc.c (each layout's work split). Plain C: the SIMD lives in the
- * kernel tables (kernels.h). */
+/* What the fast path's drivers share: fast_ncl.c and fast_nlc.c (each layout's work
+ * split) are called by fast.c (the choice of driver and thread count) and use the
+ * helpers here and in threads.c. Plain C: the SIMD lives in the kernel tables
+ * (kernels.h). */
 #ifndef DWCONV_CPU_FAST_H
 #define DWCONV_CPU_FAST_H
 
@@ -11,6 +12,11 @@
 
 /* This thread's index inside the driver's parallel regions (0 without OpenMP). */
 int dwconv_cpu_thread_index(void);
+
+/* The threads a call with `work` tap products (or bytes, for copies) runs on, given
+ * the context's request (0: OpenMP's default): fewer for small work, one in a child
+ * forked after dwconv used threads (threads.c says why). */
+int dwconv_cpu_thread_count(int requested, double work);
 
 static inline int64_t dwconv_round_up(int64_t value, int64_t multiple) {
     return (value + multiple - 1) / multiple * multiple;
@@ -45,13 +51,16 @@ static inline size_t dwconv_size_mul(size_t a, size_t b) {
  * there only costs the extra read of each line before it is written. */
 int dwconv_cpu_streams(size_t output_bytes);
 
-/* Each layout's forward pass on nt threads. Both allocate all their scratch before
- * writing any output and return DWCONV_ERROR_OUT_OF_MEMORY, y untouched, without it. */
-dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
-                                  const void *x, const void *weight, const void *bias, void *y,
+/* Each layout's forward pass on nt threads: ncl for x and y with adjacent positions,
+ * nlc for adjacent channels (any other strides). Both allocate all their scratch
+ * before writing any output and return DWCONV_ERROR_OUT_OF_MEMORY, y untouched,
+ * without it. dwconv_cpu_ncl_fits says whether ncl's staging stays proportional to
+ * the data (a huge dilation*(K-1) against a short row would not: such rows read
+ * mostly padding, and the per-output path costs only the work itself). */
+int dwconv_cpu_ncl_fits(const dwconv_problem *p);
+dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwconv_problem *p,
                                   int nt);
-dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
-                                  const void *x, const void *weight, const void *bias, void *y,
+dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwconv_problem *p,
                                   int nt);
 
 #endif

@@ -13,14 +13,16 @@
 #include <stdlib.h>
 
 #include "dwconv_indexing.h"
-#include "elements.h"
+#include "dwconv_elements.h"
 #include "fast.h"
+#include "reference.h"
 
 enum {
     MIN_TILE = 1024,       /* staged outputs per tile: the buffers stay in L1/L2 */
     MIN_SEGMENT = 2048,    /* outputs per work item when rows are split */
     ITEMS_PER_THREAD = 8,  /* enough items to even out the threads' shares */
     WINDOW_MIN_TAPS = 8,   /* from here on conv_window beats conv */
+    MAX_PHASES = 1024,     /* staging buffers per thread, at most (dwconv_cpu_ncl_fits) */
 };
 
 /* One phase of the staged input: taps k with k mod period == index. */
@@ -32,9 +34,10 @@ typedef struct ncl_phase {
 
 typedef struct ncl_job {
     const dwconv_cpu_kernels *kernels;
-    const dwconv_plan *plan;
+    const dwconv_problem *plan;
     const void *x, *bias;
     void *y;
+    const dwconv_operand *xt, *yt; /* their strides: rows anywhere, positions adjacent */
     int64_t K, s, d, pad, L, L_out;
     size_t elem; /* bytes per x and y element */
     int window;  /* conv_window: d == s (one phase, consecutive taps) and K >= 8 */
@@ -57,8 +60,17 @@ static int64_t gcd(int64_t a, int64_t b) {
     return a;
 }
 
-/* ceil(a / b) for b > 0 and any sign of a */
-static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+/* ceil(a / b) for b > 0 and any sign of a, without overflow for any b */
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b > 0); }
+
+int dwconv_cpu_ncl_fits(const dwconv_problem *p) {
+    const dwconv_desc *d = &p->desc;
+    const int64_t s = d->stride, period = s / gcd(s, d->dilation);
+    const int64_t phases = d->kernel_size < period ? d->kernel_size : period;
+    /* a phase buffer holds a tile plus the phase's reach, about span / stride */
+    const int64_t reach = p->span / s, row = d->length + p->output_length;
+    return phases <= MAX_PHASES && reach <= 4 * row + MIN_TILE;
+}
 
 /* The geometry of one call: phases, tile, direct stretch, work split. */
 static void plan_job(ncl_job *j, int nt) {
@@ -69,7 +81,7 @@ static void plan_job(ncl_job *j, int nt) {
      * K = 3, 0.83 against 0.92 for K = 8). */
     j->window = j->d == j->s && j->K >= WINDOW_MIN_TAPS;
     j->overread = j->window ? j->kernels->overread : 0;
-    j->stream = dwconv_cpu_streams(j->plan->y_bytes);
+    j->stream = dwconv_cpu_streams(j->plan->operand[DWCONV_ROLE_Y].bytes);
 
     j->period = j->s / gcd(j->s, j->d);
     j->phases = j->K < j->period ? j->K : j->period;
@@ -202,8 +214,9 @@ static void row_segment(const ncl_job *j, int64_t row, int64_t begin, int64_t en
                         const ncl_scratch *s) {
     const dwconv_desc *d = &j->plan->desc;
     const int64_t c = row % d->channels, lanes = j->kernels->lanes;
-    const void *x_row = (const char *)j->x + (size_t)(row * j->L) * j->elem;
-    void *y_row = (char *)j->y + (size_t)(row * j->L_out) * j->elem;
+    const int64_t b = row / d->channels;
+    const void *x_row = (const char *)j->x + (size_t)dwconv_ref_at(j->xt, b, c, 0) * j->elem;
+    void *y_row = (char *)j->y + (size_t)dwconv_ref_at(j->yt, b, c, 0) * j->elem;
     dwconv_cpu_taps taps = {
         .weight = j->weights + c * j->K,
         .kernel_size = j->K,
@@ -236,12 +249,15 @@ static void row_segment(const ncl_job *j, int64_t row, int64_t begin, int64_t en
     staged_range(j, &taps, x_row, y_row, db, end, s);
 }
 
-dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
-                                  const void *x, const void *weight, const void *bias, void *y,
+dwconv_status dwconv_cpu_fast_ncl(const dwconv_cpu_kernels *kernels, const dwconv_problem *plan,
                                   int nt) {
     const dwconv_desc *d = &plan->desc;
+    const void *x = plan->operand[DWCONV_ROLE_X].data, *weight = plan->operand[DWCONV_ROLE_WEIGHT].data;
+    const void *bias = plan->operand[DWCONV_ROLE_BIAS].data;
+    void *y = plan->operand[DWCONV_ROLE_Y].data;
     ncl_job j = {
         .kernels = kernels, .plan = plan, .x = x, .bias = bias, .y = y,
+        .xt = &plan->operand[DWCONV_ROLE_X], .yt = &plan->operand[DWCONV_ROLE_Y],
         .K = d->kernel_size, .s = d->stride, .d = d->dilation, .pad = d->pad_left,
         .L = d->length, .L_out = plan->output_length, .elem = dwconv_dtype_size(d->dtype),
     };

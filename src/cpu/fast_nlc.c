@@ -14,8 +14,9 @@
 #include <string.h>
 
 #include "dwconv_indexing.h"
-#include "elements.h"
+#include "dwconv_elements.h"
 #include "fast.h"
+#include "reference.h"
 
 enum {
     BLOCK = 120,           /* output positions per work item: a multiple of most G */
@@ -25,17 +26,23 @@ enum {
 
 typedef struct nlc_job {
     const dwconv_cpu_kernels *kernels;
-    const dwconv_plan *plan;
+    const dwconv_problem *plan;
     dwconv_cpu_nlc single, grouped; /* grouped: G positions as one row of G*C channels */
     int64_t group;                  /* G; 1: no grouping */
     int64_t interior_begin, interior_end; /* positions whose taps are all inside [0, L) */
     const char *x, *zeros;          /* zeros: one input row of zeros */
     char *y;
+    const dwconv_operand *xt, *yt;  /* their strides: channels adjacent, positions anywhere */
     size_t row_bytes;               /* C elements of x or y */
+    size_t elem;                    /* bytes per element */
 } nlc_job;
 
 static char *output_row(const nlc_job *j, int64_t b, int64_t o) {
-    return j->y + (size_t)(b * j->plan->output_length + o) * j->row_bytes;
+    return j->y + (size_t)dwconv_ref_at(j->yt, b, 0, o) * j->elem;
+}
+
+static const char *input_row(const nlc_job *j, int64_t b, int64_t i) {
+    return j->x + (size_t)dwconv_ref_at(j->xt, b, 0, i) * j->elem;
 }
 
 /* Positions [o0, o0 + n) of batch b, one by one: their rows, then the kernel. */
@@ -47,7 +54,7 @@ static void single_positions(const nlc_job *j, int64_t b, int64_t o0, int64_t n,
         for (int64_t k = 0; k < K; k++) {
             int64_t i = dwconv_source_index(d->padding_mode,
                                             (o0 + p) * d->stride + k * d->dilation - d->pad_left, L);
-            row[p * K + k] = i < 0 ? j->zeros : j->x + (size_t)(b * L + i) * j->row_bytes;
+            row[p * K + k] = i < 0 ? j->zeros : input_row(j, b, i);
         }
     j->kernels->nlc(&j->single, row, n, output_row(j, b, o0));
 }
@@ -58,8 +65,7 @@ static void grouped_positions(const nlc_job *j, int64_t b, int64_t o0, int64_t n
     const int64_t K = d->kernel_size;
     for (int64_t g = 0; g < n; g++)
         for (int64_t k = 0; k < K; k++)
-            row[g * K + k] = j->x + (size_t)(b * d->length + o0 + g * j->group +
-                                             k * d->dilation - d->pad_left) * j->row_bytes;
+            row[g * K + k] = input_row(j, b, o0 + g * j->group + k * d->dilation - d->pad_left);
     char *y = output_row(j, b, o0);
     dwconv_cpu_nlc job = j->grouped;
     job.stream = job.stream && (uintptr_t)y % 64 == 0;
@@ -81,15 +87,22 @@ static void position_block(const nlc_job *j, int64_t b, int64_t o0, int64_t n, c
     single_positions(j, b, from, o0 + n - from, row);
 }
 
-dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
-                                  const void *x, const void *weight, const void *bias, void *y,
+dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwconv_problem *plan,
                                   int nt) {
     const dwconv_desc *d = &plan->desc;
+    const dwconv_operand *xt = &plan->operand[DWCONV_ROLE_X], *yt = &plan->operand[DWCONV_ROLE_Y];
+    const void *x = xt->data, *weight = plan->operand[DWCONV_ROLE_WEIGHT].data;
+    const void *bias = plan->operand[DWCONV_ROLE_BIAS].data;
+    void *y = yt->data;
     const int64_t C = d->channels, K = d->kernel_size, L_out = plan->output_length;
-    const int64_t G = d->stride == 1 && C < kernels->lanes ? kernels->lanes / C : 1, GC = G * C;
+    /* grouping positions into one row needs positions packed channel after channel */
+    const int packed = xt->stride[DWCONV_DIM_POSITION] == C && yt->stride[DWCONV_DIM_POSITION] == C;
+    const int64_t G = packed && d->stride == 1 && C < kernels->lanes ? kernels->lanes / C : 1;
+    const int64_t GC = G * C;
     nlc_job j = {
-        .kernels = kernels, .plan = plan, .x = x, .y = y, .group = G,
+        .kernels = kernels, .plan = plan, .x = x, .y = y, .group = G, .xt = xt, .yt = yt,
         .row_bytes = (size_t)C * dwconv_dtype_size(d->dtype),
+        .elem = dwconv_dtype_size(d->dtype),
     };
     j.interior_begin = dwconv_interior_begin(d->pad_left, d->stride);
     j.interior_end = dwconv_interior_end(d->length, d->pad_left, d->stride,
@@ -112,14 +125,19 @@ dwconv_status dwconv_cpu_fast_nlc(const dwconv_cpu_kernels *kernels, const dwcon
         .dtype = d->dtype, .channels = C, .kernel_size = K,
         .weight_kc = weight_kc, .weight_stride = GC, .bias = bias_f32,
         .activation = d->activation,
-        .stream = dwconv_cpu_streams(plan->y_bytes) && j.row_bytes % 64 == 0 &&
-                  (uintptr_t)y % 64 == 0,
+        .y_stride = yt->stride[DWCONV_DIM_POSITION],
+        .stream = dwconv_cpu_streams(yt->bytes) && j.row_bytes % 64 == 0 &&
+                  (yt->stride[DWCONV_DIM_POSITION] * j.elem) % 64 == 0 &&
+                  (yt->stride[DWCONV_DIM_BATCH] * j.elem) % 64 == 0 && (uintptr_t)y % 64 == 0,
         .prefetch_ahead = d->stride <= MAX_PREFETCH_STRIDE
-                              ? (int64_t)j.row_bytes * d->stride * PREFETCH_POSITIONS : 0,
+                              ? xt->stride[DWCONV_DIM_POSITION] * (int64_t)j.elem * d->stride *
+                                    PREFETCH_POSITIONS
+                              : 0,
     };
     j.grouped = j.single; /* the same numbers, G positions to a row */
     j.grouped.channels = GC;
-    j.grouped.stream = dwconv_cpu_streams(plan->y_bytes) && (j.row_bytes * (size_t)G) % 64 == 0;
+    j.grouped.y_stride = GC;
+    j.grouped.stream = dwconv_cpu_streams(yt->bytes) && (j.row_bytes * (size_t)G) % 64 == 0;
     j.grouped.prefetch_ahead = (int64_t)j.row_bytes * G * PREFETCH_POSITIONS;
 
     const int64_t blocks = (L_out + BLOCK - 1) / BLOCK, items = d->batch * blocks;

@@ -31,7 +31,7 @@ typedef struct dwconv_cpu_taps {
 } dwconv_cpu_taps;
 
 /* A block of NLC output positions: for position p and channel c < channels,
- *   y[p*channels + c] = act(bias[c] + sum_k weight_kc[k*weight_stride + c] * row[p*K + k][c])
+ *   y[p*y_stride + c] = act(bias[c] + sum_k weight_kc[k*weight_stride + c] * row[p*K + k][c])
  * row[p*K + k] points at the input row (channels elements of dtype) tap k reads for
  * position p: a row of x, or a row of zeros where the padding reads zeros. */
 typedef struct dwconv_cpu_nlc {
@@ -39,6 +39,7 @@ typedef struct dwconv_cpu_nlc {
     int64_t channels, kernel_size;
     const float *weight_kc; /* weights transposed to [k][c], widened to f32 */
     int64_t weight_stride;  /* floats from one tap's weights to the next's (>= channels) */
+    int64_t y_stride;       /* elements from one output position to the next (>= channels) */
     const float *bias;      /* channels values: the bias widened, or zeros */
     int activation;
     int stream;             /* every row of y is 64-byte aligned: store around the caches */
@@ -104,8 +105,7 @@ const dwconv_cpu_kernels *dwconv_cpu_kernels_active(char *msg, size_t msg_size);
 /* ---- the driver (fast.c) ---- */
 
 /* dwconv_cpu_fast with a given flavour: the tests run every flavour this way. */
-dwconv_status dwconv_cpu_fast_with(const dwconv_cpu_kernels *kernels, const dwconv_plan *plan,
-                                   const void *x, const void *weight, const void *bias, void *y,
+dwconv_status dwconv_cpu_fast_with(const dwconv_cpu_kernels *kernels, const dwconv_problem *p,
                                    int threads);
 
 #endif

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "elements.h"
+#include "dwconv_elements.h"
 #include "kernels.h"
 
 #define VL VEC_LANES
@@ -303,13 +303,13 @@ static void k_narrow(dwconv_dtype dtype, const float *src, int64_t n, void *dst,
 ALWAYS_INLINE void nlc_channels(const dwconv_cpu_nlc *job, const void *const *row, int64_t p,
                                 void *y, int64_t c0, const int count, const dwconv_dtype dt,
                                 const int act, const int stream) {
-    const int64_t C = job->channels, K = job->kernel_size;
+    const int64_t K = job->kernel_size;
     const void *const *taps = row + p * K;
     vf acc = v_load_n(DWCONV_F32, job->bias, c0, count);
     for (int64_t k = 0; k < K; k++)
         acc = vf_fma(v_load_n(dt, taps[k], c0, count),
                      v_load_n(DWCONV_F32, job->weight_kc, k * job->weight_stride + c0, count), acc);
-    v_store_n(dt, y, p * C + c0, v_activate(acc, act), count, stream);
+    v_store_n(dt, y, p * job->y_stride + c0, v_activate(acc, act), count, stream);
     /* the newest row, some positions ahead: read a vector at a time, rows one after
      * another, it is a stream the hardware prefetcher keeps losing */
     __builtin_prefetch((const void *)((uintptr_t)taps[K - 1] + (uintptr_t)job->prefetch_ahead +

@@ -14,6 +14,9 @@ typedef struct gpu_conv_args {
     void *y;
     int64_t batch, channels, length, kernel_size, stride, dilation, pad_left, output_length;
     int dtype, weight_dtype, layout, padding_mode, activation;
+    /* element strides (batch, channel, position) of x and y; layout names them when
+     * they are contiguous NCL or NLC, else it is -1 and only the generic kernel runs */
+    int64_t x_stride[3], y_stride[3];
 
     /* geometry (gpu_launch.cuh) */
     int64_t tiles_per_row;   /* NCL: tiles per (b, c) row (per phase, lattice);

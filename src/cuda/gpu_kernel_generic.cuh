@@ -24,9 +24,10 @@ static __device__ __forceinline__ void gpu_store(int dtype, void *base, int64_t 
 __global__ void dwconv_generic_kernel(gpu_conv_args a) {
     const int64_t total = a.batch * a.channels * a.output_length;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    const bool channels_inner = a.y_stride[1] == 1; /* neighbouring threads, neighbouring y */
     for (int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; at < total; at += step) {
         int64_t b, c, o;
-        if (a.layout == DWCONV_LAYOUT_NCL) {
+        if (!channels_inner) {
             o = at % a.output_length;
             const int64_t row = at / a.output_length;
             c = row % a.channels;
@@ -43,12 +44,11 @@ __global__ void dwconv_generic_kernel(gpu_conv_args a) {
                 a.padding_mode, o * a.stride + k * a.dilation - a.pad_left, a.length);
             float xv = 0.0f;
             if (i >= 0)
-                xv = gpu_load(a.dtype, a.x,
-                              a.layout == DWCONV_LAYOUT_NCL ? (b * a.channels + c) * a.length + i
-                                                            : (b * a.length + i) * a.channels + c);
+                xv = gpu_load(a.dtype, a.x, b * a.x_stride[0] + c * a.x_stride[1] + i * a.x_stride[2]);
             acc = DWCONV_FMAF(xv, gpu_load(a.weight_dtype, a.weight, c * a.kernel_size + k), acc);
         }
-        gpu_store(a.dtype, a.y, at, dwconv_activate(a.activation, acc));
+        gpu_store(a.dtype, a.y, b * a.y_stride[0] + c * a.y_stride[1] + o * a.y_stride[2],
+                  dwconv_activate(a.activation, acc));
     }
 }
 

@@ -229,18 +229,35 @@ static int gpu_try_kernel(int kernel, gpu_conv_args *a, gpu_launch *l) {
     }
 }
 
-/* The kernels' argument for a validated plan (geometry still unset). */
-static gpu_conv_args gpu_args_make(const dwconv_plan *plan, const void *x, const void *weight,
-                                   const void *bias, void *y) {
-    const dwconv_desc *d = &plan->desc;
+/* Whether (B, C, n) strides are contiguous in a layout. */
+static int gpu_strides_are(const int64_t *stride, int layout, int64_t channels, int64_t n) {
+    return layout == DWCONV_LAYOUT_NLC
+               ? stride[2] == channels && stride[1] == 1 && stride[0] == channels * n
+               : stride[2] == 1 && stride[1] == n && stride[0] == channels * n;
+}
+
+/* The kernels' argument for a validated forward problem (geometry still unset). */
+static gpu_conv_args gpu_args_make(const dwconv_problem *p) {
+    const dwconv_desc *d = &p->desc;
+    const dwconv_operand *x = &p->operand[DWCONV_ROLE_X], *y = &p->operand[DWCONV_ROLE_Y];
     gpu_conv_args a;
     memset(&a, 0, sizeof a);
-    a.x = x, a.weight = weight, a.bias = bias, a.y = y;
+    a.x = x->data, a.weight = p->operand[DWCONV_ROLE_WEIGHT].data;
+    a.bias = p->operand[DWCONV_ROLE_BIAS].data, a.y = y->data;
     a.batch = d->batch, a.channels = d->channels, a.length = d->length;
     a.kernel_size = d->kernel_size, a.stride = d->stride, a.dilation = d->dilation;
-    a.pad_left = d->pad_left, a.output_length = plan->output_length;
+    a.pad_left = d->pad_left, a.output_length = p->output_length;
     a.dtype = d->dtype, a.weight_dtype = d->weight_dtype, a.layout = d->layout;
     a.padding_mode = d->padding_mode, a.activation = d->activation;
+    for (int i = 0; i < 3; i++) a.x_stride[i] = x->stride[i], a.y_stride[i] = y->stride[i];
+    /* one layout for both, contiguous: the fast kernels' case */
+    for (int layout = DWCONV_LAYOUT_NCL; layout <= DWCONV_LAYOUT_NLC; layout++)
+        if (gpu_strides_are(a.x_stride, layout, a.channels, a.length) &&
+            gpu_strides_are(a.y_stride, layout, a.channels, a.output_length)) {
+            a.layout = layout;
+            return a;
+        }
+    a.layout = -1;
     return a;
 }
 

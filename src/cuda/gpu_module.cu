@@ -3,44 +3,12 @@
  * after hip_compat.h maps the runtime's names). It exports only the entry symbol;
  * every failure becomes a status and a message, never an abort.
  */
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "dwconv_module.h"
 #include "gpu_kernels.cuh"
+#include "gpu_runtime.cuh"
 
-#ifndef DWCONV_GPU_NAME
-#define DWCONV_GPU_NAME "cuda"
-#define DWCONV_GPU_RUNTIME "CUDA"
-#define DWCONV_PTR_TYPE(attr) ((attr).type)
-#define DWCONV_PTR_MANAGED(attr) ((attr).type == cudaMemoryTypeManaged)
-#endif
-
-typedef struct gpu_state {
-    int device;
-    cudaStream_t own_stream;
-    cudaStream_t stream; /* own_stream, or the caller's */
-    cudaEvent_t start, stop;
-    int timing;
-    int forced_kernel; /* enum gpu_kernel_id, from DWCONV_GPU_KERNEL */
-} gpu_state;
-
-/* A failed runtime call: the message names the call and the runtime's words. The
- * source spells calls cudaX; a HIP build calls hipX (hip_compat.h maps the names one
- * to one), so the message says what the user's runtime actually ran. */
-static dwconv_status gpu_fail(cudaError_t err, const char *what, char *msg) {
-    const char *rest = strncmp(what, "cuda", 4) == 0 ? what + 4 : NULL;
-    snprintf(msg, DWCONV_MSG_SIZE, "%s%s: %s: %s", rest ? DWCONV_GPU_NAME : "", rest ? rest : what,
-             cudaGetErrorName(err), cudaGetErrorString(err));
-    return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
-}
-
-#define GPU_TRY(call, msg)                                                          \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        if (err_ != cudaSuccess) return gpu_fail(err_, #call, (msg));               \
-    } while (0)
 
 static int gpu_device_count(char *msg) {
     int n = 0;
@@ -60,6 +28,8 @@ static dwconv_status gpu_device_name(int device, char *name, size_t size, char *
              prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / (1 << 30));
     return DWCONV_SUCCESS;
 }
+
+#include "gpu_device_check.cuh"
 
 /* DWCONV_GPU_KERNEL=<one of gpu_kernel_names> forces a kernel wherever it
  * applies (tests run every kernel over the same descriptors; the bench compares). */
@@ -89,18 +59,20 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     }
     s->device = device;
     s->forced_kernel = forced;
-    cudaError_t err = cudaSetDevice(device);
-    if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&s->own_stream, cudaStreamNonBlocking);
+    gpu_device_scope scope(device);
+    cudaError_t err = scope.err;
     if (err == cudaSuccess) err = cudaEventCreate(&s->start);
     if (err == cudaSuccess) err = cudaEventCreate(&s->stop);
+    if (err == cudaSuccess)
+        err = cudaHostAlloc((void **)&s->violation, sizeof *s->violation, cudaHostAllocMapped);
     if (err != cudaSuccess) {
-        dwconv_status st = gpu_fail(err, "creating the context's stream and events", msg);
+        dwconv_status st = gpu_fail(err, "creating the context's events", msg);
+        if (s->stop) (void)cudaEventDestroy(s->stop);
         if (s->start) (void)cudaEventDestroy(s->start);
-        if (s->own_stream) (void)cudaStreamDestroy(s->own_stream);
         free(s);
         return st;
     }
-    s->stream = s->own_stream;
+    memset(s->violation, 0, sizeof *s->violation);
     *state = s;
     return DWCONV_SUCCESS;
 }
@@ -108,18 +80,20 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
 static void gpu_context_destroy(void *state) {
     gpu_state *s = (gpu_state *)state;
     /* nothing can be reported from here: best effort */
-    (void)cudaSetDevice(s->device);
-    (void)cudaStreamSynchronize(s->stream);
-    (void)cudaEventDestroy(s->start);
-    (void)cudaEventDestroy(s->stop);
-    (void)cudaStreamDestroy(s->own_stream);
+    {
+        gpu_device_scope scope(s->device);
+        (void)cudaStreamSynchronize(gpu_stream(s));
+        (void)cudaEventDestroy(s->start);
+        (void)cudaEventDestroy(s->stop);
+        (void)cudaFreeHost(s->violation);
+        if (s->scratch) (void)cudaFree(s->scratch);
+    }
     free(s);
 }
 
 static dwconv_status gpu_set_stream(void *state, void *stream, char *msg) {
     (void)msg;
-    gpu_state *s = (gpu_state *)state;
-    s->stream = stream ? (cudaStream_t)stream : s->own_stream;
+    ((gpu_state *)state)->stream = (cudaStream_t)stream;
     return DWCONV_SUCCESS;
 }
 
@@ -140,7 +114,7 @@ static void gpu_describe(void *state, char *text, size_t size) {
 }
 
 static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *msg) {
-    GPU_TRY(cudaSetDevice(((gpu_state *)state)->device), msg);
+    GPU_ON_DEVICE(scope, (gpu_state *)state, msg);
     cudaError_t err = cudaMalloc(ptr, bytes);
     if (err != cudaSuccess) {
         *ptr = NULL;
@@ -153,7 +127,7 @@ static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *
 }
 
 static dwconv_status gpu_mem_free(void *state, void *ptr, char *msg) {
-    GPU_TRY(cudaSetDevice(((gpu_state *)state)->device), msg);
+    GPU_ON_DEVICE(scope, (gpu_state *)state, msg);
     GPU_TRY(cudaFree(ptr), msg);
     return DWCONV_SUCCESS;
 }
@@ -162,9 +136,9 @@ static dwconv_status gpu_mem_free(void *state, void *ptr, char *msg) {
  * reuse or read its buffer at once); copies on the device are stream-ordered. */
 static dwconv_status gpu_copy(gpu_state *s, void *dst, const void *src, size_t bytes,
                               cudaMemcpyKind kind, int wait, char *msg) {
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaMemcpyAsync(dst, src, bytes, kind, s->stream), msg);
-    if (wait) GPU_TRY(cudaStreamSynchronize(s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaMemcpyAsync(dst, src, bytes, kind, gpu_stream(s)), msg);
+    if (wait) GPU_TRY(cudaStreamSynchronize(gpu_stream(s)), msg);
     return DWCONV_SUCCESS;
 }
 
@@ -185,8 +159,18 @@ static dwconv_status gpu_copy_on_backend(void *state, void *dst, const void *src
 
 static dwconv_status gpu_synchronize(void *state, char *msg) {
     gpu_state *s = (gpu_state *)state;
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaStreamSynchronize(s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaStreamSynchronize(gpu_stream(s)), msg);
+    /* a call whose device-resident indices broke a rule wrote nothing: say which */
+    volatile dwconv_index_violation *v = s->violation;
+    if (v->code != DWCONV_INDEX_OK) {
+        dwconv_index_violation seen = {v->code, v->value, v->at, v->other};
+        memset((void *)s->violation, 0, sizeof *s->violation);
+        char rule[DWCONV_MSG_SIZE - 64];
+        dwconv_index_message(&seen, rule, sizeof rule);
+        snprintf(msg, DWCONV_MSG_SIZE, "an earlier call wrote nothing: %s", rule);
+        return DWCONV_ERROR_INVALID_VALUE;
+    }
     return DWCONV_SUCCESS;
 }
 
@@ -229,54 +213,40 @@ static dwconv_status gpu_check_pointer(void *state, const void *ptr, size_t byte
     return st;
 }
 
-/* Every kernel reads and writes whole elements; memory that is not aligned to its
- * element size cannot be used (the cpu backend would take it). */
-static dwconv_status check_element_alignment(const void *p, int dtype, const char *what,
-                                             char *msg) {
-    const size_t size = (size_t)gpu_dtype_size(dtype);
-    if (!p || (uintptr_t)p % size == 0) return DWCONV_SUCCESS;
-    snprintf(msg, DWCONV_MSG_SIZE, "%s (%p) is not aligned to its %zu-byte elements", what, p,
-             size);
-    return DWCONV_ERROR_BAD_POINTER;
+#include "gpu_op_backward.cuh"
+#include "gpu_op_causal.cuh"
+#include "gpu_op_forward.cuh"
+
+/* The one route of a problem through this module, by operation: supports and run
+ * both ask it, so a precondition and its check are the same code. */
+static dwconv_status gpu_route(gpu_state *s, const dwconv_problem *p, int launch, char *msg) {
+    switch (p->op) {
+    case DWCONV_OP_FORWARD: return gpu_op_forward(s, p, launch, msg);
+    case DWCONV_OP_BACKWARD: return gpu_op_backward(s, p, launch, msg);
+    case DWCONV_OP_CAUSAL_FORWARD:
+    case DWCONV_OP_CAUSAL_UPDATE: return gpu_op_causal(s, p, launch, msg);
+    default: break;
+    }
+    snprintf(msg, DWCONV_MSG_SIZE, "operation %d is not a dwconv operation", (int)p->op);
+    return DWCONV_ERROR_INVALID_VALUE;
 }
 
-static dwconv_status gpu_forward(void *state, const dwconv_plan *plan, const void *x,
-                                 const void *weight, const void *bias, void *y, char *msg) {
-    gpu_state *s = (gpu_state *)state;
-    const dwconv_desc *d = &plan->desc;
-    dwconv_status st;
-    if ((st = check_element_alignment(x, d->dtype, "x", msg)) ||
-        (st = check_element_alignment(y, d->dtype, "y", msg)) ||
-        (st = check_element_alignment(weight, d->weight_dtype, "weight", msg)) ||
-        (st = check_element_alignment(bias, d->weight_dtype, "bias", msg)))
-        return st;
-    gpu_conv_args a = gpu_args_make(plan, x, weight, bias, y);
-    gpu_launch l;
-    gpu_plan_launch(s->forced_kernel, &a, &l);
-    const gpu_kernel_fn kernel = gpu_kernel_instance(&a, l.kernel);
+static dwconv_status gpu_supports(void *state, const dwconv_problem *p, char *msg) {
+    return gpu_route((gpu_state *)state, p, 0, msg);
+}
 
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    void *params[] = {&a};
-    const dim3 grid((unsigned)l.grid[0], (unsigned)l.grid[1], (unsigned)l.grid[2]);
-    cudaError_t err = cudaLaunchKernel((const void *)kernel, grid, dim3((unsigned)l.threads),
-                                       params, l.smem, s->stream);
-    if (err == cudaSuccess) err = cudaGetLastError();
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError(); /* a failed launch is not sticky: later calls may work */
-        snprintf(msg, DWCONV_MSG_SIZE, "launching the %s kernel (%lldx%lldx%lld blocks of %d "
-                 "threads, %zu bytes of shared memory): %s: %s", gpu_kernel_names[l.kernel],
-                 (long long)l.grid[0], (long long)l.grid[1], (long long)l.grid[2], l.threads,
-                 l.smem, cudaGetErrorName(err), cudaGetErrorString(err));
-        return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY
-                                                : DWCONV_ERROR_DEVICE;
-    }
-    return DWCONV_SUCCESS;
+static dwconv_status gpu_run(void *state, const dwconv_problem *p, char *msg) {
+    gpu_state *s = (gpu_state *)state;
+    dwconv_status st = gpu_check_alignment(p, msg);
+    if (st) return st;
+    GPU_ON_DEVICE(scope, s, msg);
+    return gpu_route(s, p, 1, msg);
 }
 
 static dwconv_status gpu_timer_start(void *state, char *msg) {
     gpu_state *s = (gpu_state *)state;
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaEventRecord(s->start, s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaEventRecord(s->start, gpu_stream(s)), msg);
     s->timing = 1;
     return DWCONV_SUCCESS;
 }
@@ -289,8 +259,8 @@ static dwconv_status gpu_timer_stop(void *state, double *ms, char *msg) {
     }
     s->timing = 0;
     float elapsed = 0.0f;
-    GPU_TRY(cudaSetDevice(s->device), msg);
-    GPU_TRY(cudaEventRecord(s->stop, s->stream), msg);
+    GPU_ON_DEVICE(scope, s, msg);
+    GPU_TRY(cudaEventRecord(s->stop, gpu_stream(s)), msg);
     GPU_TRY(cudaEventSynchronize(s->stop), msg);
     GPU_TRY(cudaEventElapsedTime(&elapsed, s->start, s->stop), msg);
     *ms = elapsed;
@@ -305,9 +275,6 @@ static const dwconv_module_ops gpu_ops = {
     gpu_device_name,
     gpu_context_create,
     gpu_context_destroy,
-    gpu_set_stream,
-    gpu_get_stream,
-    gpu_set_threads,
     gpu_describe,
     gpu_mem_alloc,
     gpu_mem_free,
@@ -316,12 +283,17 @@ static const dwconv_module_ops gpu_ops = {
     gpu_copy_on_backend,
     gpu_synchronize,
     gpu_check_pointer,
-    gpu_forward,
+    gpu_supports,
+    gpu_run,
+    gpu_device_check,
+    gpu_set_stream,
+    gpu_get_stream,
+    gpu_set_threads,
     gpu_timer_start,
     gpu_timer_stop,
 };
 
 extern "C" __attribute__((visibility("default"))) const dwconv_module_ops *
-dwconv_module_entry_v1(void) {
+dwconv_module_entry(void) {
     return &gpu_ops;
 }

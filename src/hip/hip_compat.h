@@ -10,6 +10,9 @@
 
 #define DWCONV_GPU_NAME "hip"
 #define DWCONV_GPU_RUNTIME "HIP"
+#define DWCONV_GPU_IS_HIP 1
+/* HIP's null stream is its legacy-like default (it synchronises with other streams) */
+#define DWCONV_GPU_DEFAULT_STREAM ((hipStream_t)0)
 /* ROCm 5.x names the pointer kind memoryType and flags managed memory apart;
  * CUDA and ROCm 6 name it type, with a managed kind. */
 #if HIP_VERSION_MAJOR >= 6
@@ -31,6 +34,10 @@
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEvent_t hipEvent_t
 #define cudaFree hipFree
+#define cudaFreeHost hipHostFree
+#define cudaHostAlloc hipHostMalloc
+#define cudaHostAllocMapped hipHostMallocMapped
+#define cudaGetDevice hipGetDevice
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaGetErrorName hipGetErrorName

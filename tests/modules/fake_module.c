@@ -3,13 +3,16 @@
  * (tests/core.inc passes the -D that picks what is wrong with it):
  *
  *   FAKE_NO_ENTRY      exports no DWCONV_MODULE_ENTRY_SYMBOL at all
+ *   FAKE_OLD_ABI       exports only ABI 1's entry (a module of dwconv 0.1)
  *   FAKE_WRONG_ABI     a table with abi_version DWCONV_MODULE_ABI_VERSION + 1
- *   FAKE_NULL_MEMBER   a table whose forward member is NULL
+ *   FAKE_NULL_MEMBER   a table whose (required) run member is NULL
  *   FAKE_NULL_TABLE    the entry returns NULL
+ *   FAKE_SHORT         ops_size below DWCONV_MODULE_OPS_MIN_SIZE
+ *   FAKE_MINIMAL       ops_size exactly DWCONV_MODULE_OPS_MIN_SIZE: no optional member
  *   FAKE_NAME="hip"    the backend the table names (default "cuda")
  *   FAKE_DEVICES=n     device_count returns n (default 0, with "fake: no device")
  *
- * With a device, every member is a stub: context_create succeeds, forward marks y[0]
+ * With a device, every member is a stub: context_create succeeds, run marks y[0]
  * with FAKE_FORWARD_MARK (so a test can see that the core called it) and fails with
  * "fake: no kernels", and the rest succeed or fail with "fake: ..." messages.
  */
@@ -98,11 +101,15 @@ static dwconv_status fake_check_pointer(void *state, const void *ptr, size_t byt
     return DWCONV_SUCCESS;
 }
 
+static dwconv_status fake_supports(void *state, const dwconv_problem *problem, char *msg) {
+    (void)state, (void)problem, (void)msg;
+    return DWCONV_SUCCESS;
+}
+
 __attribute__((unused)) /* FAKE_NULL_MEMBER leaves it out of the table */
-static dwconv_status fake_forward(void *state, const dwconv_plan *plan, const void *x,
-                                  const void *weight, const void *bias, void *y, char *msg) {
-    (void)state, (void)plan, (void)x, (void)weight, (void)bias;
-    *(unsigned char *)y = FAKE_FORWARD_MARK;
+static dwconv_status fake_run(void *state, const dwconv_problem *problem, char *msg) {
+    (void)state;
+    *(unsigned char *)problem->operand[DWCONV_ROLE_Y].data = FAKE_FORWARD_MARK;
     return fake_unsupported(msg, "kernels");
 }
 
@@ -122,15 +129,18 @@ static const dwconv_module_ops fake_ops = {
 #else
     .abi_version = DWCONV_MODULE_ABI_VERSION,
 #endif
+#if defined FAKE_MINIMAL /* a table built before any optional member existed */
+    .ops_size = DWCONV_MODULE_OPS_MIN_SIZE,
+#elif defined FAKE_SHORT /* a table too short for the ABI */
+    .ops_size = DWCONV_MODULE_OPS_MIN_SIZE - sizeof(void *),
+#else
     .ops_size = sizeof(dwconv_module_ops),
+#endif
     .name = FAKE_NAME,
     .device_count = fake_device_count,
     .device_name = fake_device_name,
     .context_create = fake_context_create,
     .context_destroy = fake_context_destroy,
-    .set_stream = fake_set_stream,
-    .get_stream = fake_get_stream,
-    .set_threads = fake_set_threads,
     .describe = fake_describe,
     .mem_alloc = fake_mem_alloc,
     .mem_free = fake_mem_free,
@@ -139,22 +149,31 @@ static const dwconv_module_ops fake_ops = {
     .copy_on_backend = fake_copy,
     .synchronize = fake_synchronize,
     .check_pointer = fake_check_pointer,
+    .supports = fake_supports,
 #ifdef FAKE_NULL_MEMBER
-    .forward = NULL,
+    .run = NULL,
 #else
-    .forward = fake_forward,
+    .run = fake_run,
 #endif
+    /* optional: what a FAKE_MINIMAL table's size leaves out, the core must not call */
+    .set_stream = fake_set_stream,
+    .get_stream = fake_get_stream,
+    .set_threads = fake_set_threads,
     .timer_start = fake_timer_start,
     .timer_stop = fake_timer_stop,
 };
 
-#ifdef FAKE_NO_ENTRY
+#if defined FAKE_NO_ENTRY
 /* Something is exported, just not the entry point. */
 const dwconv_module_ops *fake_module_table(void);
 const dwconv_module_ops *fake_module_table(void) { return &fake_ops; }
-#else
+#elif defined FAKE_OLD_ABI
+/* ABI 1's entry point: a module built for dwconv 0.1. */
 const dwconv_module_ops *dwconv_module_entry_v1(void);
-const dwconv_module_ops *dwconv_module_entry_v1(void) {
+const dwconv_module_ops *dwconv_module_entry_v1(void) { return &fake_ops; }
+#else
+const dwconv_module_ops *dwconv_module_entry(void);
+const dwconv_module_ops *dwconv_module_entry(void) {
 #ifdef FAKE_NULL_TABLE
     (void)&fake_ops;
     return NULL;

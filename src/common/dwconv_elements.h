@@ -1,7 +1,7 @@
 /* Reading and writing one element of any storage dtype, widening to / rounding from
  * f32 per the contract. */
-#ifndef DWCONV_CPU_ELEMENTS_H
-#define DWCONV_CPU_ELEMENTS_H
+#ifndef DWCONV_ELEMENTS_H
+#define DWCONV_ELEMENTS_H
 
 #include <stdint.h>
 

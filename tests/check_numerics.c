@@ -1,8 +1,8 @@
 /*
  * The numerical contract's building blocks (src/common/dwconv_numerics.h) against
- * independent references: libm's exp in double for dwconv_exp and dwconv_silu, the
- * processor's F16C instructions for the f16 conversions, and a round-to-nearest-even
- * written here another way for bf16.
+ * independent references: libm's exp in long double for dwconv_exp and dwconv_silu,
+ * the processor's F16C instructions for the f16 conversions, and a
+ * round-to-nearest-even written here another way for bf16.
  *
  * The sweeps walk float bit patterns with a stride (coprime with 2^13 and 2^16, so the
  * bits that decide the rounding take every value in every binade) plus every pattern
@@ -29,9 +29,20 @@
 #include "dwconv.h"
 #include "dwconv_numerics.h"
 
-/* dwconv_exp must stay within this many ulp of e^x for normal results; the silu and
- * oracle bounds are derived from it (docs/numerics.md promises 2). */
-#define EXP_MAX_ULP 2.0
+/* dwconv_exp (|v| <= 86) must stay within this many ulp of e^v: the last fmaf of its
+ * polynomial rounds p to half an ulp, the earlier steps add under 0.2 ulp, the
+ * polynomial itself 2^-27 (measured over every float: 0.94). */
+#define EXP_MAX_ULP 1.0
+
+/* dwconv_silu against x / (1 + e^-x) (docs/numerics.md promises both):
+ *   a normal result: within SILU_MAX_ULP ulp (measured over every float: see the docs);
+ *   a subnormal or zero result (x < -87.3 or |x| < 2^-125): within
+ *     SILU_SUBNORMAL_MAX spacings (2^-149). In the cold path x t' rounds once
+ *     (2^-24 relative) after t's error (1.36 * 2^-24 at most, as dwconv_exp's), and a
+ *     subnormal is below 2^-126, so both together are under 1.18 spacings; the last
+ *     rounding adds half of one: 1.68. */
+#define SILU_MAX_ULP 2.0
+#define SILU_SUBNORMAL_MAX 1.68
 
 static int exhaustive(void) {
     const char *env = getenv("DWCONV_TEST_EXHAUSTIVE");
@@ -40,13 +51,13 @@ static int exhaustive(void) {
 
 static uint32_t stride(uint32_t usual) { return exhaustive() ? 1 : usual; }
 
-/* The spacing of floats at |v| (v a double), subnormal spacing below FLT_MIN. */
-static double ulp_f32(double v) {
-    v = fabs(v);
-    if (v < FLT_MIN) return 0x1p-149;
+/* The spacing of floats at |v| in long double, subnormal spacing below FLT_MIN. */
+static long double ulp_f32l(long double v) {
+    v = fabsl(v);
+    if (v < FLT_MIN) return 0x1p-149L;
     int e;
-    frexp(v, &e); /* v in [2^(e-1), 2^e) */
-    return ldexp(1.0, e - 24);
+    frexpl(v, &e);
+    return ldexpl(1.0L, e - 24);
 }
 
 /* ---- walking bit patterns ------------------------------------------------------ */
@@ -103,122 +114,155 @@ static void expect_clean(const tally *t, const char *what) {
 
 /* ---- exp ----------------------------------------------------------------------- */
 
-/* One dwconv_exp(x) against e^x in double:
- *   NaN in gives NaN; a true result that rounds to infinity in f32 gives +inf;
- *   a subnormal or zero true result: within one subnormal spacing (2^-149), as the
- *     final scaling rounds once into the subnormal grid (half a spacing) after a
- *     polynomial error far below a spacing;
- *   a normal result: within EXP_MAX_ULP ulp. */
-static void check_exp_one(uint32_t bits, tally *t) {
-    float x = dwconv_f32_from_bits(bits);
-    float r = dwconv_exp(x);
-    t->checked++;
-    if (isnan(x)) {
-        if (!isnan(r)) fail_at(t, "exp(NaN 0x%08x) = %a, want NaN", bits, r);
-        return;
-    }
-    double want = exp((double)x);
-    if (isnan(r) || r < 0.0f) {
-        fail_at(t, "exp(%a) = %a, want %a", x, r, want);
-    } else if (isinf((float)want)) {
-        if (!(isinf(r) && r > 0)) fail_at(t, "exp(%a) = %a, want +inf (e^x = %a)", x, r, want);
-    } else if (want < FLT_MIN) {
-        double err = fabs(r - want) / 0x1p-149;
-        note_error(t, err, bits);
-        if (err > 1.0) fail_at(t, "exp(%a) = %a, want %a (%.3g subnormal spacings)", x, r, want, err);
-    } else {
-        double err = fabs(r - want) / ulp_f32(want);
-        note_error(t, err, bits);
-        if (err > EXP_MAX_ULP) fail_at(t, "exp(%a) = %a, want %a (%.3g ulp)", x, r, want, err);
+/* dwconv_exp(v) against e^v in long double: NaN for NaN; +inf where e^v rounds past
+ * FLT_MAX; within EXP_MAX_ULP ulp where it is normal (for |v| <= 86 always, and
+ * then it must be dwconv_exp_bits' float); within EXP_SUBNORMAL_MAX spacings (2^-149)
+ * where it is subnormal or zero: p's error (under 2^-23 relative) on a value below
+ * 2^-126 is under one spacing, and the final scaling rounds once (half of one). */
+#define EXP_SUBNORMAL_MAX 1.5
+static void check_exp_batch(const uint32_t *bits, int n, tally *t) {
+    for (int i = 0; i < n; i++) {
+        float v = dwconv_f32_from_bits(bits[i]), r = dwconv_exp(v);
+        t->checked++;
+        if (isnan(v)) {
+            if (!isnan(r)) fail_at(t, "exp(NaN 0x%08x) = %a, want NaN", bits[i], r);
+            continue;
+        }
+        if (fabsf(v) <= DWCONV_SILU_COLD && dwconv_f32_bits(r) != dwconv_exp_bits(v)) {
+            fail_at(t, "exp(%a) = %a is not dwconv_exp_bits' value", v, r);
+            continue;
+        }
+        long double want = expl((long double)v);
+        if (isinf((float)want) || isinf(r)) {
+            if (!(isinf((float)want) && isinf(r) && r > 0))
+                fail_at(t, "exp(%a) = %a, want %La", v, r, want);
+            continue;
+        }
+        double err = (double)(fabsl((long double)r - want) / ulp_f32l(want));
+        int subnormal = want < FLT_MIN;
+        if (!subnormal) note_error(t, err, bits[i]);
+        if (!(err <= (subnormal ? EXP_SUBNORMAL_MAX : EXP_MAX_ULP)) || r < 0.0f)
+            fail_at(t, "exp(%a) = %a, want %La (%.3g %s)", v, r, want, err,
+                    subnormal ? "spacings" : "ulp");
     }
 }
 
-static void check_exp_batch(const uint32_t *bits, int n, tally *t) {
-    for (int i = 0; i < n; i++) check_exp_one(bits[i], t);
+/* The cold path's raised exponential: for -112 <= v < -86, dwconv_exp_bits(v) with 64
+ * added to its exponent field is e^v * 2^64, a normal float, as close as dwconv_exp. */
+static void check_raised_exp_batch(const uint32_t *bits, int n, tally *t) {
+    for (int i = 0; i < n; i++) {
+        float v = dwconv_f32_from_bits(bits[i]);
+        float r = dwconv_f32_from_bits(dwconv_exp_bits(v) + DWCONV_SILU_COLD_EXP_BITS);
+        t->checked++;
+        long double want = expl((long double)v) * 0x1p64L;
+        double err = (double)(fabsl((long double)r - want) / ulp_f32l(want));
+        note_error(t, err, bits[i]);
+        if (!(fabsf(r) >= FLT_MIN && err <= EXP_MAX_ULP))
+            fail_at(t, "raised exp(%a) = %a, want %La (%.3g ulp)", v, r, want, err);
+    }
 }
 
 START_TEST(exp_sweep) {
-    /* [-104, 89]: everything between the two cut-offs, and a little beyond each */
     tally t = {0};
-    walk(0, 0x42b20000u /* 89 */, stride(37), SIGN_POS, check_exp_batch, &t);
-    walk(0, 0x42d00000u /* 104 */, stride(37), SIGN_NEG, check_exp_batch, &t);
-    expect_clean(&t, "dwconv_exp vs exp (normal results: ulp; subnormal: spacings)");
+    walk(0, 0x42ac0000u /* 86 */, stride(37), SIGN_BOTH, check_exp_batch, &t);
+    walk(0, 0x00100000u, 1, SIGN_BOTH, check_exp_batch, &t); /* tiny v: p = 1 + v rounds */
+    walk(0x42a80000u, 0x42b40000u, 1, SIGN_POS, check_exp_batch, &t); /* 84 .. 90: overflow */
+    walk(0x42a80000u, 0x42d20000u, 1, SIGN_NEG, check_exp_batch, &t); /* -84 .. -105:
+                                                                   subnormal results, 0 */
+    walk(0x42b40000u, 0x7fffffffu, stride(4099), SIGN_BOTH, check_exp_batch, &t); /* to inf,
+                                                                   NaN */
+    expect_clean(&t, "dwconv_exp vs expl (normal results, in ulp)");
+    tally raised = {0};
+    walk(0x42ac0001u, 0x42e00000u /* 112 */, stride(3), SIGN_NEG, check_raised_exp_batch, &raised);
+    expect_clean(&raised, "dwconv_exp_bits raised by 2^64 on [-112, -86) (ulp)");
 }
 END_TEST
 
 START_TEST(exp_specials) {
-    const uint32_t cases[] = {
-        0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fbfffffu, /* NaNs, quiet and signaling */
-        0x7f800000u, 0xff800000u, 0x7f7fffffu, 0xff7fffffu, /* +-inf, +-FLT_MAX */
-        0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, /* +-0, +-smallest subnormal */
-        0x42b17218u, 0x42b17217u, 0x42b17219u,              /* 88.72283935546875 +- 1 ulp */
-        0xc2cff1b5u, 0xc2cff1b4u, 0xc2cff1b6u,              /* -103.972084 +- 1 ulp */
-        0xc2aeac50u, 0xc2aeac4fu, 0xc2aeac51u,              /* ln(FLT_MIN) = -87.3365 */
-        0xc2ce8ed0u, 0xc2ce8ecfu, 0xc2ce8ed1u,              /* ln(2^-149) = -103.279 */
-        0x7149f2cau, 0xf149f2cau, 0x3f800000u, 0xbf800000u, /* +-1e30, +-1 */
-    };
-    tally t = {0};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_exp_one(cases[i], &t);
-    expect_clean(&t, "dwconv_exp specials");
-
-    /* the exact values the contract names */
+    /* exact where the contract's steps are exact */
+    ck_assert(dwconv_exp(0.0f) == 1.0f && dwconv_exp(-0.0f) == 1.0f);
     ck_assert(isnan(dwconv_exp(NAN)));
     ck_assert(dwconv_exp(INFINITY) == INFINITY);
     ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(-INFINITY)), 0u); /* +0, not -0 */
-    ck_assert(dwconv_exp(0.0f) == 1.0f && dwconv_exp(-0.0f) == 1.0f);
-    ck_assert(dwconv_exp(nextafterf(88.72283935546875f, INFINITY)) == INFINITY);
-    ck_assert(dwconv_exp(200.0f) == INFINITY);
-    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(nextafterf(-103.972084045410156f, -INFINITY))),
-                      0u);
-    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(-200.0f)), 0u);
+    ck_assert(dwconv_exp(89.5f) == INFINITY && dwconv_exp(88.8f) == INFINITY);
+    ck_assert(dwconv_exp(88.7f) < INFINITY);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_exp(-104.5f)), 0u);
+    ck_assert(dwconv_exp(-103.0f) > 0.0f && dwconv_exp(-103.0f) < FLT_MIN);
+    /* the extremes of the hot range are normal floats near e^-86 and e^86 */
+    ck_assert(dwconv_exp(-86.0f) > 4.4e-38f && dwconv_exp(-86.0f) < 4.5e-38f);
+    ck_assert(dwconv_exp(86.0f) > 2.2e37f && dwconv_exp(86.0f) < 2.3e37f);
 }
 END_TEST
 
-/* Every float whose e^x is subnormal: the results never decrease as x grows. */
-START_TEST(exp_subnormal_monotonic) {
-    float prev = 0.0f;
-    uint64_t n = 0;
-    for (uint32_t u = 0xc2d00000u /* -104 */; u > 0xc2aeac50u /* ln FLT_MIN */; u--, n++) {
-        float x = dwconv_f32_from_bits(u), r = dwconv_exp(x);
-        EXPECT(r >= prev, "exp(%a) = %a < exp(previous float) = %a", x, r, prev);
-        EXPECT(r <= FLT_MIN, "exp(%a) = %a should be subnormal", x, r);
-        prev = r;
+/* dwconv_exp never decreases as v grows (checked on every float of [-86, 86] in the
+ * exhaustive run, on a stride and around the powers of two otherwise). */
+static float exp_prev;
+static void check_exp_monotonic(const uint32_t *bits, int n, tally *t) {
+    for (int i = 0; i < n; i++) {
+        float v = dwconv_f32_from_bits(bits[i]), r = dwconv_exp(v);
+        t->checked++;
+        if (r < exp_prev) fail_at(t, "exp(%a) = %a < the previous value %a", v, r, exp_prev);
+        exp_prev = r;
     }
-    ck_assert(n > 1000000);
+}
+
+START_TEST(exp_monotonic) {
+    tally t = {0};
+    /* negative floats descending in bits are ascending in value: walk them from -86 up */
+    uint32_t bits[BATCH];
+    exp_prev = 0.0f;
+    int n = 0;
+    for (uint32_t u = 0xc2ac0000u; u > 0x80000000u; u -= stride(7)) {
+        bits[n++] = u;
+        if (n == BATCH) check_exp_monotonic(bits, n, &t), n = 0;
+    }
+    if (n) check_exp_monotonic(bits, n, &t);
+    walk(0, 0x42ac0000u, stride(7), SIGN_POS, check_exp_monotonic, &t);
+    expect_clean(&t, "dwconv_exp monotonic on [-86, 86]");
 }
 END_TEST
 
 /* ---- silu and relu --------------------------------------------------------------- */
 
-/* silu(x) = x / (1 + dwconv_exp(-x)) in f32 against x / (1 + e^-x) in double. With
- * dwconv_exp within EXP_MAX_ULP = 2 ulp (relative 2^-22), 1 + e carries at most that
- * relative error plus its own rounding (2^-24), and the division adds 2^-24 more:
- * 2^-22 + 2^-23 = 6 * 2^-24 relative, which is at most 6 ulp of the result. */
-#define SILU_MAX_ULP 6.0
-
+/* dwconv_silu(x) against x / (1 + e^-x) in long double. */
 static void check_silu_batch(const uint32_t *bits, int n, tally *t) {
     for (int i = 0; i < n; i++) {
         float x = dwconv_f32_from_bits(bits[i]), r = dwconv_silu(x);
         t->checked++;
-        double e = exp(-(double)x);
-        if (isinf((float)e)) {
-            /* e^-x overflows f32 (x < -88.72): the contract's x / (1 + inf) is -0;
-             * the true value is below 2^-120 in magnitude. */
-            if (dwconv_f32_bits(r) != SIGN_BIT) fail_at(t, "silu(%a) = %a, want -0", x, r);
+        if (isnan(x) || isinf(x)) {
+            int ok = isnan(x) || x < 0 ? isnan(r) : r == x;
+            if (!ok) fail_at(t, "silu(%a) = %a", x, r);
             continue;
         }
-        double want = (double)x / (1.0 + e);
-        double err = fabs(r - want) / ulp_f32(want);
+        long double X = x, want = X / (1.0L + expl(-X));
+        if (r != 0.0f && (signbit(r) != 0) != (x < 0)) {
+            fail_at(t, "silu(%a) = %a has the wrong sign", x, r);
+            continue;
+        }
+        double err = (double)(fabsl((long double)r - want) / ulp_f32l(want));
         note_error(t, err, bits[i]);
-        if (!(err <= SILU_MAX_ULP)) fail_at(t, "silu(%a) = %a, want %a (%.3g ulp)", x, r, want, err);
+        double bound = fabsl(want) < FLT_MIN ? SILU_SUBNORMAL_MAX : SILU_MAX_ULP;
+        if (!(err <= bound))
+            fail_at(t, "silu(%a) = %a, want %La (%.3g %s)", x, r, want, err,
+                    fabsl(want) < FLT_MIN ? "subnormal spacings" : "ulp");
     }
 }
 
 START_TEST(silu_sweep) {
     tally t = {0};
-    walk(0, 0x43000000u /* 128 */, stride(127), SIGN_BOTH, check_silu_batch, &t);
-    walk(0x43000000u, 0x7f7fffffu, stride(4099), SIGN_BOTH, check_silu_batch, &t);
-    expect_clean(&t, "dwconv_silu vs x/(1+exp(-x)) in ulp");
+    if (exhaustive()) {
+        walk(0, 0x7fffffffu, 1, SIGN_BOTH, check_silu_batch, &t);
+    } else {
+        walk(0, 0x7fffffffu, 61, SIGN_BOTH, check_silu_batch, &t); /* a dense stride */
+        walk(0, 0x00900000u, 1, SIGN_BOTH, check_silu_batch, &t); /* subnormal quotients */
+        walk(0x32800000u, 0x34800000u, 3, SIGN_BOTH, check_silu_batch, &t); /* 2^-26 .. 2^-22:
+                                                          e^-x rounds to 1 and leaves it */
+        walk(0x42a00000u, 0x42e40000u, 1, SIGN_NEG, check_silu_batch, &t); /* -80 .. -114:
+                                      the cold path, normal to subnormal to zero results */
+        walk(0x42ab0000u, 0x42ad0000u, 1, SIGN_POS, check_silu_batch, &t); /* around +86 */
+        walk(0x3f000000u, 0x41000000u, 5, SIGN_BOTH, check_silu_batch, &t); /* 0.5 .. 8 */
+    }
+    expect_clean(&t, "dwconv_silu vs x/(1+expl(-x)) (ulp; spacings where subnormal)");
 }
 END_TEST
 
@@ -226,14 +270,25 @@ START_TEST(silu_specials) {
     ck_assert(dwconv_silu(INFINITY) == INFINITY);
     ck_assert(isnan(dwconv_silu(NAN)));
     ck_assert(isnan(dwconv_silu(-NAN)));
-    ck_assert(isnan(dwconv_silu(-INFINITY))); /* -inf / (1 + inf), as docs/numerics.md says */
+    ck_assert(isnan(dwconv_silu(-INFINITY))); /* -inf * 0, as in 0.1 and PyTorch */
     ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(0.0f)), 0u);
     ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(-0.0f)), SIGN_BIT);
     ck_assert(dwconv_silu(FLT_MAX) == FLT_MAX);
-    ck_assert(dwconv_silu(1000.0f) == 1000.0f); /* e^-1000 is 0: exactly x */
+    ck_assert(dwconv_silu(1000.0f) == 1000.0f);
+    ck_assert(dwconv_silu(86.0f) == 86.0f);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(-1000.0f)), SIGN_BIT);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(-112.5f)), SIGN_BIT);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(-FLT_MAX)), SIGN_BIT);
+    /* the cold path's results where 0.1 gave -0: normal at -88, subnormal at -100 */
+    ck_assert(dwconv_silu(-88.0f) < -FLT_MIN);
+    ck_assert(dwconv_silu(-100.0f) < 0.0f && dwconv_silu(-100.0f) > -FLT_MIN);
+    /* tiny x: x / 2 rounded once, subnormals included */
+    ck_assert(dwconv_silu(0x1p-140f) == 0x1p-141f);
+    ck_assert_uint_eq(dwconv_f32_bits(dwconv_silu(0x1p-149f)), 0u); /* 2^-150 ties to 0 */
+    ck_assert(dwconv_silu(0x1.8p-148f) == 0x1p-148f);                /* 3 * 2^-150: to even */
+    ck_assert(dwconv_silu(-0x1p-140f) == -0x1p-141f);
 }
 END_TEST
-
 START_TEST(relu_specials) {
     ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-0.0f)), SIGN_BIT); /* -0 passes */
     ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-1.0f)), 0u);       /* +0, not -0 */
@@ -247,7 +302,6 @@ START_TEST(relu_specials) {
     ck_assert(isnan(dwconv_relu(-NAN)));
 }
 END_TEST
-
 /* dwconv_activate's codes are the dwconv_activation values. */
 START_TEST(activate_dispatch) {
     const float xs[] = {-3.5f, -0.0f, 0.0f, 0.75f, 20.0f, -100.0f};
@@ -446,7 +500,7 @@ int main(void) {
     TCase *tc = add_tcase(s, "exp");
     tcase_add_test(tc, exp_sweep);
     tcase_add_test(tc, exp_specials);
-    tcase_add_test(tc, exp_subnormal_monotonic);
+    tcase_add_test(tc, exp_monotonic);
 
     tc = add_tcase(s, "activations");
     tcase_add_test(tc, silu_sweep);

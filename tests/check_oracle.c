@@ -32,11 +32,12 @@
 #include "reference.h"
 #include "test_util.h"
 
-/* silu in f32 is within 6 ulp of the true x/(1+e^-x): dwconv_exp's 2 ulp (asserted in
- * check_numerics.c) give 2^-22 relative, 1 + e and the division round once each
- * (2^-24 each), 2^-22 + 2^-23 = 6 * 2^-24 relative <= 6 ulp. Rounding that to f16 or
- * bf16 adds at most half an ulp of the dtype, one ulp where it crosses a binade. */
-#define SILU_MAX_ULP 6.0
+/* silu in f32 is within 2 ulp of the true x/(1+e^-x), and within 1.68 subnormal
+ * spacings where the result is subnormal (the contract's bounds, asserted over dense
+ * samples of every float in check_numerics.c and measured over all of them: see
+ * docs/numerics.md). Rounding that to f16 or bf16 adds at most half an ulp of the
+ * dtype, one ulp where it crosses a binade. */
+#define SILU_MAX_ULP 2.0
 
 enum { GUARD = 64 }; /* poisoned bytes after y that no implementation may touch */
 
@@ -172,13 +173,10 @@ static double *model_sums(const dwconv_desc *d, const void *x, const void *w, co
     return sums;
 }
 
-/* silu of an exact sum. Where e^-a overflows f32 the contract's a / (1 + inf) is -0
- * (the true value is below 2^-120 there). */
-static double model_silu(double a) {
-    double e = exp(-a);
-    if (isinf((float)e)) return a < 0 ? -0.0 : 0.0;
-    return a / (1.0 + e);
-}
+/* silu of an exact sum (the contract computes it down to the subnormals: x < -86 takes
+ * its cold path, not 0.1's -0; below about -745, e^-a overflows double and this is -0,
+ * as the contract's x * 0 is). */
+static double model_silu(double a) { return a / (1.0 + exp(-a)); }
 
 /* Whether y element got is right for the exact sum; *want gets the value expected. */
 static int model_accepts(const dwconv_desc *d, double sum, double got, double *want) {

@@ -2,8 +2,10 @@
 # Everything one GPU-machine call does, in a dwconv build tree (the device tool's
 # .device/remote runs it after building): the GPU suite, the conversion proof, the
 # bench, compute-sanitizer on the quick suite, and Nsight Compute's view of chosen
-# cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check conv bench
-# sanitize ncu" (default: all; sanitize needs check first). Knobs, so that a call
+# cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check conv silu bench
+# sanitize ncu" (default: all but silu; sanitize needs check first). silu: the GPU silu
+# against the scalar one for every float, the reciprocal for every divisor, and its
+# timing against 0.1's (bench/gpu/silu_exhaustive.cu; about a minute). Knobs, so that a call
 # fits its time and the device tool's 8 returned files:
 #   CHECK_TESTS      default "check_gpu check_gpu_emulated"
 #   CHECK_TIMEOUT    seconds per test, default 240
@@ -25,6 +27,14 @@ for step in $steps; do
       DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout "${CHECK_TIMEOUT:-240}" tests/$t >"$OUT/$t.txt" 2>&1
       echo "$t: exit $?"; tail -n 12 "$OUT/$t.txt"
     done ;;
+  silu)
+    log "silu: every float on the device against the scalar function"
+    nvcc -O3 --fmad=false -gencode arch=compute_90,code=sm_90 -Xcompiler -ffp-contract=off \
+      -I"$src/include" -I"$src/src/common" -I"$src/src/cuda" "$src/bench/gpu/silu_exhaustive.cu" \
+      -o /tmp/silu_exhaustive && /tmp/silu_exhaustive | tee "$OUT/silu_exhaustive.txt"
+    command -v cuobjdump >/dev/null &&   # the two tiny kernels, for instruction counts
+      cuobjdump -sass /tmp/silu_exhaustive | awk '/Function : .*sass_silu_(new|old)/ {p=1; print; next}
+        /Function :/ {p=0} p' >"$OUT/silu_sass.txt" ;;
   conv)
     log "conversion instructions against the shared functions"
     nvcc -arch=sm_90 -O3 --fmad=false -I"$src/src/common" -I"$src/src/cuda" \

@@ -91,37 +91,136 @@ DWCONV_HD uint16_t dwconv_f32_to_f16(float f) {
 
 /* ---- activations --------------------------------------------------------------- */
 
-/* e^x in f32 from fma and basic operations only: n = round(x*log2 e), r = x - n ln2
- * in two parts, a degree-7 polynomial for e^r (Cephes' coefficients), then 2^n
- * applied as two exact power-of-two factors so subnormal results round once.
- * About 1 ulp from the true value; identical bits on every backend. */
-DWCONV_HD float dwconv_exp(float x) {
-    if (x != x) return x;
-    if (x > 88.72283935546875f) return dwconv_f32_from_bits(0x7f800000u);
-    if (x < -103.972084045410156f) return 0.0f;
-    float shifted = DWCONV_FMAF(x, 1.44269502162933349609f, 12582912.0f); /* 1.5*2^23 */
-    float n = shifted - 12582912.0f;
-    float r = DWCONV_FMAF(n, -0.693359375f, x);
-    r = DWCONV_FMAF(n, 2.12194440e-4f, r);
-    float p = 1.9875691500e-4f;
-    p = DWCONV_FMAF(p, r, 1.3981999507e-3f);
-    p = DWCONV_FMAF(p, r, 8.3334519073e-3f);
-    p = DWCONV_FMAF(p, r, 4.1665795894e-2f);
-    p = DWCONV_FMAF(p, r, 1.6666665459e-1f);
-    p = DWCONV_FMAF(p, r, 5.0000001201e-1f);
-    float r2 = r * r;
-    p = DWCONV_FMAF(p, r2, r);
-    p = p + 1.0f;
-    int32_t ni = (int32_t)n; /* exact: n is an integer in [-150, 128] */
-    int32_t n1 = ni / 2, n2 = ni - n1;
-    float s1 = dwconv_f32_from_bits((uint32_t)(n1 + 127) << 23);
-    float s2 = dwconv_f32_from_bits((uint32_t)(n2 + 127) << 23);
-    return (p * s1) * s2;
-}
-
 DWCONV_HD float dwconv_relu(float x) { return x < 0.0f ? 0.0f : x; }
 
-DWCONV_HD float dwconv_silu(float x) { return DWCONV_FDIV(x, 1.0f + dwconv_exp(-x)); }
+/* silu, contract 0.2 (docs/numerics.md has the derivation and the measured errors).
+ *
+ *   silu(x) = x / D,  D = 1 + T,  T = e^-x
+ *
+ * For |x| <= DWCONV_SILU_COLD (86) -- the hot path, no special case in it:
+ *   T   = dwconv_exp_bits(-x), a normal float in [e^-86, e^86]
+ *   hi  = RN(1 + T), lo = RN(RN(T - hi) + 1)   hi + lo is D: exactly for x <= 0 (T >= 1:
+ *         T - hi is exact by Sterbenz and the sum is the representable rounding error),
+ *         within 2^-25 for x > 0
+ *   yr  = RN(1 / hi), the correctly rounded reciprocal (each backend computes it its own
+ *         way: the cpu divides, NVIDIA GPUs refine their approximate reciprocal, see
+ *         gpu_rcp_rn; all give these bits)
+ *   q0  = RN(x yr)
+ *   e   = fmaf(q0, hi, -x)     exact (Markstein: q0 is within an ulp of x / hi)
+ *   e   = fmaf(q0, lo, e)      q0 D - x, the remainder against the whole of D
+ *   y   = fmaf(e, -yr, q0)     q0 - e / D to first order: one rounding of a value within
+ *                              a tiny fraction of an ulp of x / D
+ * The numerator is x itself (no rounding), and D carries its own rounding error in
+ * lo, so the only errors are T's (damped by T / (1 + T)) and the last rounding. The
+ * remainder is taken as q0 hi - x, not x - q0 hi, so that silu(-0) is -0: its zero
+ * correction is then -0, and -0 + -0 stays -0.
+ *
+ * |x| > 86 and NaN -- the cold path (dwconv_silu_cold), rare in practice:
+ *   x > 86: x (D rounds to 1); NaN: x + x (NaN, quiet); x < -112: x * 0, that is -0
+ *   (the true |silu| is below half the smallest subnormal from x = -108.7 on) and NaN
+ *   for -inf (as in 0.1 and PyTorch); -112 <= x < -86: RN(RN(x t') * 2^-64) with
+ *   t' = e^x 2^64 (dwconv_exp_bits(x) with 64 added to its exponent field): D rounds
+ *   to 1/t there, and the scaled t' keeps x t' a normal float, so a result in the
+ *   subnormals is rounded once, from an accurate product. */
+
+/* The constants, shared by the scalar, SIMD and GPU code (never typed twice). */
+#define DWCONV_EXP_LOG2E 1.44269502162933349609f /* log2(e) rounded to f32 */
+#define DWCONV_EXP_SHIFTER 12582912.0f           /* 1.5 * 2^23 */
+#define DWCONV_EXP_LN2_HI 0.693359375f           /* ln 2 = HI - LO; HI has 9 bits */
+#define DWCONV_EXP_LN2_LO 2.12194440e-4f
+/* p(r) = 1 + r + C2 r^2 + ... + C6 r^6: minimax (relative error) for e^r on
+ * [-ln2/2, ln2/2] with the first two coefficients fixed at 1, each coefficient
+ * rounded to f32 in turn and the rest refitted; |p(r)/e^r - 1| < 2^-27.1 in exact
+ * arithmetic, far below the f32 rounding of the evaluation. */
+#define DWCONV_EXP_C2 4.999999702e-01f /* 0x3effffff */
+#define DWCONV_EXP_C3 1.666652262e-01f /* 0x3e2aaa4a */
+#define DWCONV_EXP_C4 4.166710377e-02f /* 0x3d2aab20 */
+#define DWCONV_EXP_C5 8.369221352e-03f /* 0x3c091f0f */
+#define DWCONV_EXP_C6 1.390303485e-03f /* 0x3ab63ad8 */
+/* |x| above this (or NaN): the cold path */
+#define DWCONV_SILU_COLD 86.0f
+/* x below minus this: x * 0 */
+#define DWCONV_SILU_ZERO 112.0f
+/* cold path (and dwconv_exp beyond 86): e^x is kept as e^x * 2^+-64 (64 added to or
+ * taken from its exponent field), then scaled back */
+#define DWCONV_SILU_COLD_EXP_BITS (64u << 23)
+#define DWCONV_SILU_COLD_SCALE 5.42101086242752217004e-20f /* 2^-64 */
+
+/* The bits of e^v, a normal float, for |v| <= 86 (and, for -112 <= v < -86, the bits of
+ * e^v * 2^64 less 64 in the exponent field, modulo 2^32: see dwconv_silu_cold):
+ *   s = fmaf(v, log2 e, 1.5*2^23)       rounds v log2(e) to the nearest integer n,
+ *                                       which sits in the low bits of s (|n| < 2^22)
+ *   n = s - 1.5*2^23                    exact
+ *   r = fmaf(n, -LN2_HI, v)             exact (n LN2_HI has 17 bits; Sterbenz)
+ *   r = fmaf(n, LN2_LO, r)              r = v - n ln2, |r| <= ln2/2 (+ rounding)
+ *   p = 1 + r(1 + r(C2 + r(C3 + r(C4 + r(C5 + r C6)))))   Horner, one fmaf per step
+ *   bits = bits(p) + (bits(s) << 23)    p * 2^n: the low bits of s, shifted into the
+ *                                       exponent field, add n to p's exponent; the
+ *                                       shifter's own bits shift out (mod 2^32)
+ * No compare, no special case: for |v| <= 86, n is in [-124, 124] and p in [0.7, 1.42],
+ * so p * 2^n is a normal float and the integer addition is an exact scaling. */
+DWCONV_HD uint32_t dwconv_exp_bits(float v) {
+    const float s = DWCONV_FMAF(v, DWCONV_EXP_LOG2E, DWCONV_EXP_SHIFTER);
+    const float n = s - DWCONV_EXP_SHIFTER;
+    float r = DWCONV_FMAF(n, -DWCONV_EXP_LN2_HI, v);
+    r = DWCONV_FMAF(n, DWCONV_EXP_LN2_LO, r);
+    float p = DWCONV_EXP_C6;
+    p = DWCONV_FMAF(p, r, DWCONV_EXP_C5);
+    p = DWCONV_FMAF(p, r, DWCONV_EXP_C4);
+    p = DWCONV_FMAF(p, r, DWCONV_EXP_C3);
+    p = DWCONV_FMAF(p, r, DWCONV_EXP_C2);
+    p = DWCONV_FMAF(p, r, 1.0f);
+    p = DWCONV_FMAF(p, r, 1.0f);
+    return dwconv_f32_bits(p) + (dwconv_f32_bits(s) << 23);
+}
+
+/* e^v for every float v (silu uses dwconv_exp_bits directly; this is the whole-range
+ * exponential for other users, such as the backward's sigmoid): dwconv_exp_bits for
+ * |v| <= 86; beyond, the same p * 2^n applied as 2^(n -+ 64) (exact, the exponent
+ * field moved by 64) times 2^(+-64), so that a result past FLT_MAX rounds to +inf and
+ * a subnormal one is rounded once; +inf above 89 (e^89 > FLT_MAX), +0 below -104
+ * (e^-104 is below half the smallest subnormal), NaN for NaN. */
+DWCONV_HD float dwconv_exp(float v) {
+    const float a = dwconv_f32_from_bits(dwconv_f32_bits(v) & 0x7fffffffu);
+    if (a <= DWCONV_SILU_COLD) return dwconv_f32_from_bits(dwconv_exp_bits(v));
+    if (v != v) return v + v;
+    if (v > 89.0f) return dwconv_f32_from_bits(0x7f800000u);
+    if (v < -104.0f) return 0.0f;
+    const uint32_t bits = dwconv_exp_bits(v);
+    if (v > 0.0f)
+        return dwconv_f32_from_bits(bits - DWCONV_SILU_COLD_EXP_BITS) * 18446744073709551616.0f;
+    return dwconv_f32_from_bits(bits + DWCONV_SILU_COLD_EXP_BITS) * DWCONV_SILU_COLD_SCALE;
+}
+
+/* silu for |x| > DWCONV_SILU_COLD and NaN (see above). For -112 <= x < -86, n is in
+ * [-162, -124]: the raised p * 2^(n + 64) is a normal float (the integer sum wraps
+ * back), x times it rounds once, and 2^-64 scales it back, rounding once more only
+ * where the result is subnormal. */
+DWCONV_HD float dwconv_silu_cold(float x) {
+    if (x != x) return x + x;
+    if (x > 0.0f) return x;
+    if (x < -DWCONV_SILU_ZERO) return x * 0.0f;
+    const float raised = dwconv_f32_from_bits(dwconv_exp_bits(x) + DWCONV_SILU_COLD_EXP_BITS);
+    return (x * raised) * DWCONV_SILU_COLD_SCALE;
+}
+
+/* The hot path's quotient, given t = e^-x and yr = RN(1 / RN(1 + t)). */
+DWCONV_HD float dwconv_silu_hot(float x, float t, float yr) {
+    const float hi = 1.0f + t;
+    const float lo = (t - hi) + 1.0f;
+    const float q0 = x * yr;
+    float e = DWCONV_FMAF(q0, hi, -x);
+    e = DWCONV_FMAF(q0, lo, e);
+    return DWCONV_FMAF(e, -yr, q0);
+}
+
+/* silu(x), bit for bit the contract (the cpu reference and the tests' definition). */
+DWCONV_HD float dwconv_silu(float x) {
+    const float a = dwconv_f32_from_bits(dwconv_f32_bits(x) & 0x7fffffffu);
+    if (!(a <= DWCONV_SILU_COLD)) return dwconv_silu_cold(x);
+    const float t = dwconv_f32_from_bits(dwconv_exp_bits(-x));
+    return dwconv_silu_hot(x, t, DWCONV_FDIV(1.0f, 1.0f + t));
+}
 
 /* act is a dwconv_activation value. */
 DWCONV_HD float dwconv_activate(int act, float x) {

@@ -70,7 +70,17 @@ typedef struct dwconv_cpu_kernels {
     /* Makes this thread's streamed stores visible to others: every thread that may have
      * streamed calls it once, after its last kernel call. */
     void (*fence)(void);
+
+    /* out[j] = the activation act (a dwconv_activation) of in[j], j < n, computed as the
+     * kernels compute it; act DWCONV_CPU_EXP gives the bits of dwconv_exp_bits(in[j])
+     * instead, DWCONV_CPU_EXP_NEG those of dwconv_exp_bits(-in[j]) (silu's form). For the tests (check_simd_numerics), which
+     * compare each flavour with the scalar functions directly. */
+    void (*activate)(int act, const float *in, int64_t n, float *out);
 } dwconv_cpu_kernels;
+
+/* activate's extra code: the bits of e^x as dwconv_exp_bits computes them */
+#define DWCONV_CPU_EXP (-1)
+#define DWCONV_CPU_EXP_NEG (-2)
 
 extern const dwconv_cpu_kernels dwconv_cpu_kernels_generic;
 #ifdef DWCONV_HAVE_AVX2

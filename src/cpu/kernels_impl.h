@@ -40,36 +40,60 @@
 
 /* ---- activations: dwconv_numerics.h lane by lane ---- */
 
-static inline vf v_neg(vf x) { return vi_as_vf(vi_xor(vf_as_vi(x), vi_set1(INT32_MIN))); }
+/* dwconv_exp_bits(v) of v = -x (negate: the hot path's e^-x, the negations folded
+ * into the fused operations, which round the same) or v = x (the cold path's e^x):
+ * the same operations in the same order. */
+ALWAYS_INLINE vi v_exp_bits(vf x, const int negate) {
+    const vf shifter = vf_set1(DWCONV_EXP_SHIFTER), log2e = vf_set1(DWCONV_EXP_LOG2E);
+    const vf ln2_hi = vf_set1(DWCONV_EXP_LN2_HI);
+    const vf s = negate ? vf_fnma(x, log2e, shifter) : vf_fma(x, log2e, shifter);
+    const vf n = vf_sub(s, shifter);
+    vf r = negate ? vf_fnms(n, ln2_hi, x) : vf_fnma(n, ln2_hi, x);
+    r = vf_fma(n, vf_set1(DWCONV_EXP_LN2_LO), r);
+    vf p = vf_set1(DWCONV_EXP_C6);
+    p = vf_fma(p, r, vf_set1(DWCONV_EXP_C5));
+    p = vf_fma(p, r, vf_set1(DWCONV_EXP_C4));
+    p = vf_fma(p, r, vf_set1(DWCONV_EXP_C3));
+    p = vf_fma(p, r, vf_set1(DWCONV_EXP_C2));
+    p = vf_fma(p, r, vf_set1(1.0f));
+    p = vf_fma(p, r, vf_set1(1.0f));
+    return vi_add(vf_as_vi(p), vi_sll(vf_as_vi(s), 23));
+}
 
-/* dwconv_exp: the same operations; the special cases are computed and blended. */
-static inline vf v_exp(vf x) {
-    const vf big = vf_set1(12582912.0f); /* 1.5*2^23 */
-    vf n = vf_sub(vf_fma(x, vf_set1(1.44269502162933349609f), big), big);
-    vf r = vf_fma(n, vf_set1(-0.693359375f), x);
-    r = vf_fma(n, vf_set1(2.12194440e-4f), r);
-    vf p = vf_set1(1.9875691500e-4f);
-    p = vf_fma(p, r, vf_set1(1.3981999507e-3f));
-    p = vf_fma(p, r, vf_set1(8.3334519073e-3f));
-    p = vf_fma(p, r, vf_set1(4.1665795894e-2f));
-    p = vf_fma(p, r, vf_set1(1.6666665459e-1f));
-    p = vf_fma(p, r, vf_set1(5.0000001201e-1f));
-    p = vf_fma(p, vf_mul(r, r), r);
-    p = vf_add(p, vf_set1(1.0f));
-    vi ni = vf_trunc(n);
-    vi n1 = vi_sra(vi_add(ni, vi_srl(ni, 31)), 1); /* ni / 2, rounded toward zero as in C */
-    vi n2 = vi_sub(ni, n1);
-    vf s1 = vi_as_vf(vi_sll(vi_add(n1, vi_set1(127)), 23));
-    vf s2 = vi_as_vf(vi_sll(vi_add(n2, vi_set1(127)), 23));
-    vf e = vf_mul(vf_mul(p, s1), s2);
-    e = vf_select(vf_lt(x, vf_set1(-103.972084045410156f)), vf_set1(0.0f), e);
-    e = vf_select(vf_gt(x, vf_set1(88.72283935546875f)), vi_as_vf(vi_set1(0x7f800000)), e);
-    return vf_select(vf_isnan(x), x, e);
+/* dwconv_silu_cold in every lane (the caller keeps the lanes that need it). x * 0
+ * and x + x are computed as the scalar code computes them: -inf * 0 gives the
+ * processor's default NaN, x + x a NaN x itself, quieted. */
+static inline vf v_silu_cold(vf x) {
+    const vi raised = vi_add(v_exp_bits(x, 0), vi_set1((int32_t)DWCONV_SILU_COLD_EXP_BITS));
+    vf y = vf_mul(vf_mul(x, vi_as_vf(raised)), vf_set1(DWCONV_SILU_COLD_SCALE));
+    y = vf_select(vf_lt(x, vf_set1(-DWCONV_SILU_ZERO)), vf_mul(x, vf_set1(0.0f)), y);
+    y = vf_select(vf_gt(x, vf_set1(0.0f)), x, y);
+    return vf_select(vf_isnan(x), vf_add(x, x), y);
+}
+
+/* dwconv_silu: dwconv_silu_hot's operations (yr by the IEEE division), then the cold
+ * path in the lanes with |x| > 86 or NaN, only when some lane has one (rare). */
+static inline vf v_silu(vf x) {
+    const vf one = vf_set1(1.0f);
+    const vf t = vi_as_vf(v_exp_bits(x, 1));
+    const vf hi = vf_add(one, t);
+    const vf lo = vf_add(vf_sub(t, hi), one);
+    const vf yr = vf_div(one, hi);
+    const vf q0 = vf_mul(x, yr);
+    vf e = vf_fms(q0, hi, x);
+    e = vf_fma(q0, lo, e);
+    vf y = vf_fnma(e, yr, q0);
+    const vf a = vi_as_vf(vi_and(vf_as_vi(x), vi_set1(INT32_MAX)));
+    const vm cold = vf_nle(a, vf_set1(DWCONV_SILU_COLD));
+    if (vm_any(cold)) y = vf_select(cold, v_silu_cold(x), y);
+    return y;
 }
 
 ALWAYS_INLINE vf v_activate(vf acc, const int act) {
     if (act == DWCONV_ACT_RELU) return vf_select(vf_lt(acc, vf_set1(0.0f)), vf_set1(0.0f), acc);
-    if (act == DWCONV_ACT_SILU) return vf_div(acc, vf_add(vf_set1(1.0f), v_exp(v_neg(acc))));
+    if (act == DWCONV_ACT_SILU) return v_silu(acc);
+    if (act == DWCONV_CPU_EXP) return vi_as_vf(v_exp_bits(acc, 0));
+    if (act == DWCONV_CPU_EXP_NEG) return vi_as_vf(v_exp_bits(acc, 1));
     return acc;
 }
 
@@ -316,6 +340,23 @@ static void k_nlc(const dwconv_cpu_nlc *job, const void *const *row, int64_t pos
     BY_ACTIVATION(job->activation, nlc_act, job, row, positions, y);
 }
 
+/* ---- the activations alone, for the tests ---- */
+
+ALWAYS_INLINE void activate_typed(const float *in, int64_t n, float *out, const int act) {
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) vf_storeu(out + j, v_activate(vf_loadu(in + j), act));
+    if (j < n) {
+        const int rest = (int)(n - j);
+        vf_store_part(out + j, v_activate(vf_load_part(in + j, rest), act), rest);
+    }
+}
+
+static void k_activate(int act, const float *in, int64_t n, float *out) {
+    if (act == DWCONV_CPU_EXP) activate_typed(in, n, out, DWCONV_CPU_EXP);
+    else if (act == DWCONV_CPU_EXP_NEG) activate_typed(in, n, out, DWCONV_CPU_EXP_NEG);
+    else BY_ACTIVATION(act, activate_typed, in, n, out);
+}
+
 /* One fence a thread, after all its streamed stores: one per kernel call cost a
  * quarter of the time of a stride-2 row (each waits for the stores to drain). */
 static void k_fence(void) { vec_fence(); }
@@ -330,4 +371,5 @@ const dwconv_cpu_kernels KERNELS_TABLE = {
     .narrow = k_narrow,
     .nlc = k_nlc,
     .fence = k_fence,
+    .activate = k_activate,
 };

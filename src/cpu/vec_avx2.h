@@ -25,7 +25,9 @@ typedef __m128i vh; /* 8 halves (f16 or bf16 bits) */
 static inline vm vf_lt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 static inline vm vf_gt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 static inline vm vf_isnan(vf a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+static inline vm vf_nle(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_NLE_UQ); } /* true for NaN */
 static inline vf vf_select(vm m, vf yes, vf no) { return _mm256_blendv_ps(no, yes, m); }
+static inline int vm_any(vm m) { return _mm256_movemask_ps(m) != 0; }
 
 static inline vi vf_as_vi(vf a) { return _mm256_castps_si256(a); }
 static inline vf vi_as_vf(vi a) { return _mm256_castsi256_ps(a); }

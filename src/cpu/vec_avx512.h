@@ -28,7 +28,9 @@ typedef __m256i vh;   /* 16 halves (f16 or bf16 bits) */
 static inline vm vf_lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 static inline vm vf_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 static inline vm vf_isnan(vf a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+static inline vm vf_nle(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLE_UQ); } /* true for NaN */
 static inline vf vf_select(vm m, vf yes, vf no) { return _mm512_mask_blend_ps(m, no, yes); }
+static inline int vm_any(vm m) { return m != 0; }
 
 static inline vi vf_as_vi(vf a) { return _mm512_castps_si512(a); }
 static inline vf vi_as_vf(vi a) { return _mm512_castsi512_ps(a); }

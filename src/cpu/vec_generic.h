@@ -23,6 +23,10 @@ static inline void vf_stream(float *p, vf v) { *p = v; }
 static inline void vec_fence(void) {}
 static inline vf vf_set1(float f) { return f; }
 static inline vf vf_fma(vf a, vf b, vf c) { return DWCONV_FMAF(a, b, c); }
+/* the other signs, each one rounding: -(a b) + c, a b - c, -(a b) - c */
+static inline vf vf_fnma(vf a, vf b, vf c) { return DWCONV_FMAF(-a, b, c); }
+static inline vf vf_fms(vf a, vf b, vf c) { return DWCONV_FMAF(a, b, -c); }
+static inline vf vf_fnms(vf a, vf b, vf c) { return DWCONV_FMAF(-a, b, -c); }
 static inline vf vf_add(vf a, vf b) { return a + b; }
 static inline vf vf_sub(vf a, vf b) { return a - b; }
 static inline vf vf_mul(vf a, vf b) { return a * b; }
@@ -30,7 +34,9 @@ static inline vf vf_div(vf a, vf b) { return DWCONV_FDIV(a, b); }
 static inline vm vf_lt(vf a, vf b) { return a < b; }
 static inline vm vf_gt(vf a, vf b) { return a > b; }
 static inline vm vf_isnan(vf a) { return a != a; }
+static inline vm vf_nle(vf a, vf b) { return !(a <= b); } /* true for NaN */
 static inline vf vf_select(vm m, vf yes, vf no) { return m ? yes : no; }
+static inline int vm_any(vm m) { return m != 0; }
 
 static inline vi vi_set1(int32_t i) { return i; }
 static inline vi vf_as_vi(vf a) { return (vi)dwconv_f32_bits(a); }

@@ -12,6 +12,10 @@ static inline void vf_stream(float *p, vf v) { VEC_PS(stream)(p, v); }
 static inline void vec_fence(void) { _mm_sfence(); }
 static inline vf vf_set1(float f) { return VEC_PS(set1)(f); }
 static inline vf vf_fma(vf a, vf b, vf c) { return VEC_PS(fmadd)(a, b, c); }
+/* the other signs, each one rounding: -(a b) + c, a b - c, -(a b) - c */
+static inline vf vf_fnma(vf a, vf b, vf c) { return VEC_PS(fnmadd)(a, b, c); }
+static inline vf vf_fms(vf a, vf b, vf c) { return VEC_PS(fmsub)(a, b, c); }
+static inline vf vf_fnms(vf a, vf b, vf c) { return VEC_PS(fnmsub)(a, b, c); }
 static inline vf vf_add(vf a, vf b) { return VEC_PS(add)(a, b); }
 static inline vf vf_sub(vf a, vf b) { return VEC_PS(sub)(a, b); }
 static inline vf vf_mul(vf a, vf b) { return VEC_PS(mul)(a, b); }

@@ -80,15 +80,37 @@ static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
     return gpu_vec_pack<DT>(e);
 }
 
-/* The activation of n values: one branch for all of them, not one per value. */
+/* silu's hot path (|x| <= 86): dwconv_silu_hot with yr from gpu_rcp_rn, no division.
+ * For other x it computes bits that are thrown away (no trap on a GPU). */
+static __device__ __forceinline__ float gpu_silu_hot(float x) {
+    const float t = dwconv_f32_from_bits(dwconv_exp_bits(-x));
+    return dwconv_silu_hot(x, t, gpu_rcp_rn(1.0f + t));
+}
+
+/* The activation of n values: one branch for all of them, not one per value. silu is
+ * dwconv_silu bit for bit (NaN payloads aside): every value takes the hot path, and
+ * one test for the n values sends them to the cold path (|x| > 86 or NaN, rare) only
+ * when one of them needs it. */
 template <int N>
 static __device__ __forceinline__ void gpu_activate_all(int activation, float *v) {
     if (activation == DWCONV_ACT_RELU) {
 #pragma unroll
         for (int i = 0; i < N; i++) v[i] = dwconv_relu(v[i]);
     } else if (activation == DWCONV_ACT_SILU) {
+        float hot[N];
+        bool cold = false;
 #pragma unroll
-        for (int i = 0; i < N; i++) v[i] = dwconv_silu(v[i]);
+        for (int i = 0; i < N; i++) {
+            cold |= !(fabsf(v[i]) <= DWCONV_SILU_COLD);
+            hot[i] = gpu_silu_hot(v[i]);
+        }
+        if (cold) {
+#pragma unroll
+            for (int i = 0; i < N; i++)
+                if (!(fabsf(v[i]) <= DWCONV_SILU_COLD)) hot[i] = dwconv_silu_cold(v[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < N; i++) v[i] = hot[i];
     }
 }
 

@@ -57,6 +57,23 @@ static __device__ __forceinline__ uint16_t gpu_f32_to_bf16(float f) {
 #endif
 }
 
+/* RN(1/d), the correctly rounded reciprocal, for d and 1/d normal: silu's yr
+ * (dwconv_silu_hot, d in [1, 2^125)). On NVIDIA GPUs the approximate reciprocal
+ * (MUFU.RCP) and one Newton step with fma, e = 1 - d r (exact), y = r + r e: the fast
+ * path of __frcp_rn without its range check and slow-path call. That y is RN(1/d) is
+ * not taken on trust: bench/gpu/silu_exhaustive.cu checks every float d in [1, 2^126)
+ * on the device, and the silu of every float against the scalar function. Elsewhere
+ * (HIP, the emulator, host code) the IEEE division, equal by definition. */
+static __device__ __forceinline__ float gpu_rcp_rn(float d) {
+#if defined(__CUDA_ARCH__)
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+    return __fmaf_rn(r, __fmaf_rn(-d, r, 1.0f), r);
+#else
+    return 1.0f / d;
+#endif
+}
+
 /* 16-byte global loads and stores. nvcc splits a plain uint4 store into four when
  * the stored values come from branches (seen with the activations), and __stwb
  * becomes a "strong" store; the PTX below is one plain 16-byte store. x is never written by a forward (y overlaps nothing), so

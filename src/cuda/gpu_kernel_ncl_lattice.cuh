@@ -1,11 +1,10 @@
 /*
- * NCL, K >= 9, dilation a multiple of stride: the arithmetic-bound kernel. With
- * m = dilation / stride, output o = phase + m * j reads positions
- *     (phase + m*j)*stride - pad + k*dilation = phase*stride - pad + dilation*(j + k),
- * so within one phase the convolution is a plain stride-1, dilation-1 one over the
- * lattice Q[n] = xp[phase*stride - pad + dilation*(j0 + n)]. A block takes one phase
- * of a row: it stages GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs' lattice as f32
- * into shared memory, and each thread computes GPU_LATTICE_RUN consecutive j with a
+ * Channel-first (positions adjacent; rows anywhere), K >= GPU_LATTICE_MIN_K, dilation
+ * equal to the stride: the arithmetic-bound kernel. Output o reads positions
+ *     o*stride - pad + k*dilation = dilation*(o + k) - pad,
+ * a plain stride-1, dilation-1 convolution over the lattice Q[n] = xp[dilation*n - pad].
+ * A block stages GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs' lattice as f32 into
+ * shared memory, and each thread computes GPU_LATTICE_RUN consecutive j with a
  * register window that slides over GPU_LATTICE_CHUNK taps at a time: per chunk eight
  * 16-byte shared loads of x and four of weights feed 256 fmas, so the FMA pipe, not
  * shared memory, is the limit. Each output's fmas still run k = 0, 1, ... in order.
@@ -16,30 +15,8 @@
 #ifndef DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
 #define DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
 
-#include "gpu_args.cuh"
 #include "gpu_elements.cuh"
-
-#define GPU_LATTICE_THREADS 128
-#define GPU_LATTICE_RUN 16  /* consecutive outputs of a phase per thread */
-#define GPU_LATTICE_CHUNK 16 /* taps per register window */
-#define GPU_LATTICE_MIN_K 9
-#define GPU_LATTICE_STAGE_BATCH 16 /* loads in flight per thread while staging */
-
-static __host__ __device__ inline int64_t gpu_lattice_slot(int64_t n) { return n + 4 * (n >> 5); }
-
-/* Lattice points a tile stages (taps padded to whole chunks), and the bytes of shared
- * memory for them plus the weights. */
-static __host__ __device__ inline int64_t gpu_lattice_points(int64_t K) {
-    const int64_t Kpad = (K + GPU_LATTICE_CHUNK - 1) / GPU_LATTICE_CHUNK * GPU_LATTICE_CHUNK;
-    return (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN + Kpad;
-}
-static __host__ __device__ inline int64_t gpu_lattice_weights_offset(int64_t K) {
-    return (gpu_lattice_slot(gpu_lattice_points(K)) + 4) * 4;
-}
-static __host__ __device__ inline int64_t gpu_lattice_smem(int64_t K) {
-    return gpu_lattice_weights_offset(K) +
-           (K + GPU_LATTICE_CHUNK - 1) / GPU_LATTICE_CHUNK * GPU_LATTICE_CHUNK * 4;
-}
+#include "gpu_families.h"
 
 /* Q[n] = f32 of padded position p0 + dilation * n, n < points, into slot(n). */
 template <int XT>
@@ -112,53 +89,47 @@ __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel
     const int T = GPU_LATTICE_THREADS, R = GPU_LATTICE_RUN;
     const int V = gpu_vec_width<XT>::value;
     const int tid = threadIdx.x, base = tid * R;
-    const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size, m = a.phases;
+    const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size;
     const int64_t points = gpu_lattice_points(K);
     float *q = (float *)gpu_shared_base();
     float *ws = (float *)(gpu_shared_base() + gpu_lattice_weights_offset(K));
 
-    /* x: tile and phase, phase fastest, so that blocks of neighbouring phases read the
-     * same sectors together; y: channels; z: batch (each strided) */
-    const int64_t jt = blockIdx.x / (uint32_t)m, phase = blockIdx.x - jt * m;
-    const int64_t count = (L_out - phase + m - 1) / m; /* outputs of this phase */
+    /* x: tiles along the row, y: channels, z: batch (each strided) */
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y) {
-            const int64_t row = b * a.channels + c;
-            /* with one phase, runs start on y's 16-byte boundaries */
-            const int hy = m == 1 ? gpu_misalignment<XT>(a.y, row * L_out) : 0;
-            const int64_t j0 = jt * T * R - hy;
-            if (j0 >= count) continue; /* the same for the whole block */
+            const int64_t xoff = b * a.x_stride[0] + c * a.x_stride[1];
+            const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
+            /* runs start on y's 16-byte boundaries */
+            const int hy = gpu_misalignment<XT>(a.y, yoff);
+            for (int64_t t = blockIdx.x; t < a.tiles_per_row; t += gridDim.x) {
+                const int64_t j0 = t * T * R - hy;
+                if (j0 >= L_out) break; /* the same for the whole block */
 
-            __syncthreads(); /* the previous row's reads are done */
-            /* only what existing outputs read; later points only feed unstored sums */
-            gpu_lattice_stage<XT>(q, (const raw *)a.x + row * L, L, a.padding_mode,
-                                  phase * a.stride - a.pad_left + a.dilation * j0, a.dilation,
-                                  gpu_min64(points, count - j0 + K - 1), tid);
-            for (int64_t k = tid; k < points - T * R; k += T)
-                ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
-            const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
-            __syncthreads();
+                __syncthreads(); /* the previous tile's reads are done */
+                /* only what existing outputs read; later points only feed unstored sums */
+                gpu_lattice_stage<XT>(q, (const raw *)a.x + xoff, L, a.padding_mode,
+                                      a.dilation * j0 - a.pad_left, a.dilation,
+                                      gpu_min64(points, L_out - j0 + K - 1), tid);
+                for (int64_t k = tid; k < points - T * R; k += T)
+                    ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
+                const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+                __syncthreads();
 
-            float acc[R];
+                float acc[R];
 #pragma unroll
-            for (int i = 0; i < R; i++) acc[i] = bias;
-            gpu_lattice_sums(q, ws, base, (int)K, acc);
-            gpu_activate_all<R>(a.activation, acc);
+                for (int i = 0; i < R; i++) acc[i] = bias;
+                gpu_lattice_sums(q, ws, base, (int)K, acc);
+                gpu_activate_all<R>(a.activation, acc);
 
-            const int64_t jr = j0 + base; /* this thread's first j */
-            const int64_t first = gpu_max64(0, -jr), last = gpu_min64(R, count - jr);
-            if (m == 1) { /* consecutive outputs: whole aligned vectors where possible */
+                /* consecutive outputs: whole aligned vectors where possible */
+                const int64_t jr = j0 + base; /* this thread's first output */
+                const int64_t first = gpu_max64(0, -jr), last = gpu_min64(R, L_out - jr);
 #pragma unroll
                 for (int s = 0; s < R / V; s++)
                     if (s * V + V > first && s * V < last)
-                        gpu_store_vector<XT>(a.y, row * L_out + jr + s * V, acc + s * V,
+                        gpu_store_vector<XT>(a.y, yoff + jr + s * V, acc + s * V,
                                              (int)gpu_max64(first - s * V, 0),
                                              (int)gpu_min64(last - s * V, V));
-            } else {
-                raw *yrow = (raw *)a.y + row * L_out;
-#pragma unroll
-                for (int i = 0; i < R; i++)
-                    if (i >= first && i < last) yrow[phase + m * (jr + i)] = gpu_elem<XT>::narrow(acc[i]);
             }
         }
 }

@@ -1,9 +1,10 @@
 /*
- * NCL, small K, a compile-time stride S and dilation D (S = D = 1 for K <= 8; a few
- * strided or dilated K = 3 instances, gpu_lean_applies): the vector kernel's case in
- * fewer instructions per output, which 2-byte dtypes need (an SM must produce twice
- * as many of their outputs per clock as f32 ones, and the vector kernel's element-wise
- * staging and window bookkeeping do not shrink with the element).
+ * Channel-first (positions adjacent; rows anywhere), small K, a compile-time stride S
+ * and dilation D (S = D = 1 for K <= GPU_LEAN_MAX_K; a few strided or dilated K = 3
+ * instances, GPU_LEAN_STEPPED): the bandwidth-bound common case (the reference
+ * problem, causal and "same" convolutions) in few instructions per output, which
+ * 2-byte dtypes need (an SM must produce twice as many of their outputs per clock as
+ * f32 ones).
  *
  * A block computes one tile of GPU_LEAN_VPT * blockDim.x output vectors of one (b, c)
  * row. Its threads load the tile's x vectors (16-byte aligned in x; S per output
@@ -13,43 +14,23 @@
  * shared loads) and takes the taps out of registers at compile-time offsets: the
  * window's offset m inside its first vector is the same for a whole row, so one
  * chain of uniform branches per output vector picks the instance for it. Weights live
- * in registers; bias, activation and rounding end in one 16-byte store (tiles start
- * on y's vector boundaries, as in the vector kernel). Only vectors that cross a row's
- * ends load element by element, with the padding mode.
+ * in registers; bias, activation and rounding end in one 16-byte store: tiles start
+ * where y's 16-byte vectors start, so every whole output vector is stored aligned
+ * whatever the row length, strides or the pointer's offset. Only vectors that cross a
+ * row's ends load element by element, with the padding mode. The row starts (b * batch
+ * stride + c * channel stride) may be anywhere: m and the first tile are per row.
  *
  * Grid: x = tiles along the row, y = channels, z = batch (each strided).
  */
 #ifndef DWCONV_GPU_KERNEL_NCL_LEAN_CUH
 #define DWCONV_GPU_KERNEL_NCL_LEAN_CUH
 
-#include "gpu_args.cuh"
 #include "gpu_elements.cuh"
+#include "gpu_families.h"
 
-#define GPU_LEAN_MAX_THREADS 256
-#define GPU_LEAN_MAX_K 8
-#define GPU_LEAN_VPT 4 /* output vectors per thread */
 /* Blocks per SM the register budget aims at: 5 (48 registers) where that costs no
  * spills (ptxas -v), else 4; stride 2 keeps twice the loads in flight: 3. */
 #define GPU_LEAN_MIN_BLOCKS(K, S, D) ((S) > 1 ? 3 : (D) == 1 && (K) <= 5 ? 5 : 4)
-
-/* The strided or dilated instances, besides stride 1, dilation 1, K <= 8. */
-static __host__ __device__ inline int gpu_lean_applies(int64_t K, int64_t S, int64_t D) {
-    if (S == 1 && D == 1) return K <= GPU_LEAN_MAX_K;
-    return K == 3 && ((S == 2 && D == 1) || (S == 1 && (D == 2 || D == 4)));
-}
-
-/* x vectors one output vector's window touches when it starts at element m. */
-static __host__ __device__ inline int gpu_lean_reads(int width, int m, int64_t K, int64_t S,
-                                                     int64_t D) {
-    return (int)((m + (width - 1) * S + (K - 1) * D) / width + 1);
-}
-
-/* x vectors a tile of `threads` threads stages: output vector j reads from x vector
- * j * S on. */
-static __host__ __device__ inline int64_t gpu_lean_staged(int threads, int width, int64_t K,
-                                                          int64_t S, int64_t D) {
-    return ((int64_t)threads * GPU_LEAN_VPT - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
-}
 
 /* x vector at row positions [p, p + V): whole when inside the row, else element by
  * element as the padding mode reads them. */
@@ -130,17 +111,18 @@ __global__ __launch_bounds__(GPU_LEAN_MAX_THREADS, GPU_LEAN_MIN_BLOCKS(K, S, D))
 
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y) {
-            const int64_t row = b * a.channels + c;
-            const raw *xrow = (const raw *)a.x + row * L;
-            raw *yrow = (raw *)a.y + row * L_out;
+            const int64_t xoff = b * a.x_stride[0] + c * a.x_stride[1];
+            const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
+            const raw *xrow = (const raw *)a.x + xoff;
+            raw *yrow = (raw *)a.y + yoff;
             float w[K];
 #pragma unroll
             for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
             /* tiles start on y's vector boundaries; x's vectors lie m elements earlier
              * than the tiles' windows, the same m for every tile of the row */
-            const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, row * L_out);
-            const int m = gpu_misalignment<XT>(a.x, row * L + o_first * S - a.pad_left);
+            const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, yoff);
+            const int m = gpu_misalignment<XT>(a.x, xoff + o_first * S - a.pad_left);
             for (int64_t t = blockIdx.x; t < a.tiles_per_row; t += gridDim.x) {
                 const int64_t o0 = o_first + t * tile_outputs;
                 if (o0 >= L_out) break; /* the same for the whole block */

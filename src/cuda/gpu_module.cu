@@ -31,26 +31,26 @@ static dwconv_status gpu_device_name(int device, char *name, size_t size, char *
 
 #include "gpu_device_check.cuh"
 
-/* DWCONV_GPU_KERNEL=<one of gpu_kernel_names> forces a kernel wherever it
- * applies (tests run every kernel over the same descriptors; the bench compares). */
-static dwconv_status gpu_forced_kernel(int *kernel, char *msg) {
-    const char *name = getenv("DWCONV_GPU_KERNEL");
-    *kernel = GPU_KERNEL_AUTO;
+/* DWCONV_GPU_KERNEL=<a family of the registry, or auto> forces a forward family
+ * wherever it applies (tests run every family over the same descriptors; the bench
+ * compares); DWCONV_GPU_KERNEL_STRICT=1 makes a forced family that does not apply
+ * refuse the problem (UNSUPPORTED) instead of leaving it to the choice. */
+static dwconv_status gpu_forced_kernel(int *kernel, int *strict, char *msg) {
+    const char *name = getenv("DWCONV_GPU_KERNEL"), *s = getenv("DWCONV_GPU_KERNEL_STRICT");
+    *kernel = GPU_FAMILY_AUTO;
+    *strict = s && *s && strcmp(s, "0") != 0;
     if (!name || !*name) return DWCONV_SUCCESS;
-    for (int k = 0; k < GPU_KERNEL_COUNT; k++)
-        if (strcmp(name, gpu_kernel_names[k]) == 0) {
-            *kernel = k;
-            return DWCONV_SUCCESS;
-        }
+    if ((*kernel = gpu_family_by_name(name)) >= 0) return DWCONV_SUCCESS;
+    *kernel = GPU_FAMILY_AUTO;
     int n = snprintf(msg, DWCONV_MSG_SIZE, "DWCONV_GPU_KERNEL='%s' is not one of", name);
-    for (int k = 0; k < GPU_KERNEL_COUNT && n > 0 && n < DWCONV_MSG_SIZE; k++)
-        n += snprintf(msg + n, DWCONV_MSG_SIZE - n, "%s %s", k ? "," : "", gpu_kernel_names[k]);
+    for (int k = 0; k < GPU_FAMILY_COUNT && n > 0 && n < DWCONV_MSG_SIZE; k++)
+        n += snprintf(msg + n, DWCONV_MSG_SIZE - n, "%s %s", k ? "," : "", gpu_family(k)->name);
     return DWCONV_ERROR_INVALID_VALUE;
 }
 
 static dwconv_status gpu_context_create(int device, void **state, char *msg) {
-    int forced;
-    dwconv_status forced_status = gpu_forced_kernel(&forced, msg);
+    int forced, strict;
+    dwconv_status forced_status = gpu_forced_kernel(&forced, &strict, msg);
     if (forced_status != DWCONV_SUCCESS) return forced_status;
     gpu_state *s = (gpu_state *)calloc(1, sizeof *s);
     if (!s) {
@@ -59,6 +59,7 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     }
     s->device = device;
     s->forced_kernel = forced;
+    s->strict_kernel = strict;
     gpu_device_scope scope(device);
     cudaError_t err = scope.err;
     if (err == cudaSuccess) err = cudaEventCreate(&s->start);
@@ -105,12 +106,18 @@ static dwconv_status gpu_set_threads(void *state, int threads, char *msg) {
     return DWCONV_ERROR_UNSUPPORTED;
 }
 
+/* The runtime, and the forward's kernel families from the registry (the forced one
+ * marked). */
 static void gpu_describe(void *state, char *text, size_t size) {
-    (void)state;
+    const gpu_state *s = (const gpu_state *)state;
     int runtime = 0, driver = 0;
     (void)cudaRuntimeGetVersion(&runtime);
     (void)cudaDriverGetVersion(&driver);
-    snprintf(text, size, DWCONV_GPU_RUNTIME " runtime %d, driver %d", runtime, driver);
+    int n = snprintf(text, size, DWCONV_GPU_RUNTIME " runtime %d, driver %d; forward kernels:",
+                     runtime, driver);
+    for (int f = GPU_FAMILY_AUTO + 1; f < GPU_FAMILY_COUNT && n > 0 && (size_t)n < size; f++)
+        n += snprintf(text + n, size - n, " %s%s", gpu_family(f)->name,
+                      s && s->forced_kernel == f ? " (forced)" : "");
 }
 
 static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *msg) {

@@ -29,7 +29,9 @@ typedef struct gpu_state {
     cudaStream_t stream; /* the caller's, or NULL: the legacy default stream */
     cudaEvent_t start, stop;
     int timing;
-    int forced_kernel; /* enum gpu_kernel_id, from DWCONV_GPU_KERNEL */
+    int forced_kernel; /* enum gpu_family_id, from DWCONV_GPU_KERNEL */
+    int strict_kernel; /* DWCONV_GPU_KERNEL_STRICT: a forced family that does not apply
+                          refuses the problem */
     /* Device scratch for reductions, grown by gpu_scratch and kept: after the first
      * call that needs it, no call allocates (CUDA graph capture stays legal). */
     void *scratch;

@@ -8,6 +8,7 @@
 #include "dwconv_module.h"
 #include "gpu_kernels.cuh"
 #include "gpu_runtime.cuh"
+#include "gpu_pointers.cuh"
 
 
 static int gpu_device_count(char *msg) {
@@ -130,11 +131,13 @@ static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *
                  cudaGetErrorString(err));
         return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
     }
+    gpu_range_remember((gpu_state *)state, (uintptr_t)*ptr, bytes); /* its own: verified */
     return DWCONV_SUCCESS;
 }
 
 static dwconv_status gpu_mem_free(void *state, void *ptr, char *msg) {
     GPU_ON_DEVICE(scope, (gpu_state *)state, msg);
+    gpu_range_forget((gpu_state *)state, (uintptr_t)ptr);
     GPU_TRY(cudaFree(ptr), msg);
     return DWCONV_SUCCESS;
 }
@@ -179,45 +182,6 @@ static dwconv_status gpu_synchronize(void *state, char *msg) {
         return DWCONV_ERROR_INVALID_VALUE;
     }
     return DWCONV_SUCCESS;
-}
-
-/* Device memory of this context's device, or managed memory; the first and the
- * last byte are both checked, so a buffer that ends in another allocation or in
- * host memory is caught too. */
-static dwconv_status check_address(gpu_state *s, const void *p, const char *what,
-                                   const char *which, char *msg) {
-    cudaPointerAttributes attr;
-    memset(&attr, 0, sizeof attr);
-    cudaError_t err = cudaPointerGetAttributes(&attr, p);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(msg, DWCONV_MSG_SIZE, "%s: the %s byte is not memory the " DWCONV_GPU_RUNTIME
-                 " runtime knows (%s): allocate it with dwconv_malloc", what, which,
-                 cudaGetErrorString(err));
-        return DWCONV_ERROR_BAD_POINTER;
-    }
-    if (DWCONV_PTR_MANAGED(attr)) return DWCONV_SUCCESS;
-    switch (DWCONV_PTR_TYPE(attr)) {
-    case cudaMemoryTypeDevice:
-        if (attr.device == s->device) return DWCONV_SUCCESS;
-        snprintf(msg, DWCONV_MSG_SIZE, "%s is memory of device %d, but this context runs on "
-                 "device %d", what, attr.device, s->device);
-        return DWCONV_ERROR_BAD_POINTER;
-    default:
-        snprintf(msg, DWCONV_MSG_SIZE, "%s: the %s byte is host memory, not memory of device %d: "
-                 "allocate it with dwconv_malloc and copy with dwconv_copy_to_backend", what,
-                 which, s->device);
-        return DWCONV_ERROR_BAD_POINTER;
-    }
-}
-
-static dwconv_status gpu_check_pointer(void *state, const void *ptr, size_t bytes,
-                                       const char *what, char *msg) {
-    gpu_state *s = (gpu_state *)state;
-    dwconv_status st = check_address(s, ptr, what, "first", msg);
-    if (st == DWCONV_SUCCESS && bytes > 1)
-        st = check_address(s, (const char *)ptr + bytes - 1, what, "last", msg);
-    return st;
 }
 
 #include "gpu_op_backward.cuh"

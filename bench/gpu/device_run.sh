@@ -1,17 +1,20 @@
 #!/bin/sh
 # Everything one GPU-machine call does, in a dwconv build tree (the device tool's
 # .device/remote runs it after building): the GPU suite, the conversion proof, the
-# bench, compute-sanitizer on the quick suite, and Nsight Compute's view of chosen
-# cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check conv bench
-# sanitize ncu" (default: all; sanitize needs check first). Knobs, so that a call
-# fits its time and the device tool's 8 returned files:
+# bench, the shape sweep, compute-sanitizer on the quick suite, and Nsight Compute's
+# view of chosen cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check
+# conv bench sweep sanitize ncu" (default: all; sanitize needs check first). Knobs, so
+# that a call fits its time and the device tool's 8 returned files:
 #   CHECK_TESTS      default "check_gpu check_gpu_emulated"
 #   CHECK_TIMEOUT    seconds per test, default 240
 #   SANITIZE_TOOLS   default "memcheck racecheck"; SANITIZE_TIMEOUT default 150
-#   BENCH_KERNELS    kernels the bench also times forced (default generic)
+#   BENCH_KERNELS    kernel families the bench also times forced (default generic)
+#   BENCH_CASES      bench cases to run (default all), e.g. "small_1x512x8192 ref_bf16"
+#   SWEEP_ARGS       extra arguments of sweep.py (e.g. "--count 200 --no-torch");
+#                    SWEEP_TIMEOUT seconds, default 480
 #   NCU_CASES        the bench cases ncu profiles
 OUT=${OUT:-/tmp/out}
-steps=${*:-check conv bench sanitize ncu}
+steps=${*:-check conv bench sweep sanitize ncu}
 src=$(pwd)
 log() { echo "== $* ($(date +%T))"; }
 for step in $steps; do
@@ -32,7 +35,14 @@ for step in $steps; do
   bench)
     log "bench"
     PYTHONUNBUFFERED=1 python3 "$src/bench/gpu/bench_gpu.py" --json "$OUT/bench.json" \
-      --markdown "$OUT/bench.md" --kernels "${BENCH_KERNELS:-generic}" ;;
+      --markdown "$OUT/bench.md" --kernels "${BENCH_KERNELS:-generic}" \
+      $(for c in $BENCH_CASES; do echo --case "$c"; done) ;;
+  sweep)
+    log "shape sweep"
+    # shellcheck disable=SC2086 # SWEEP_ARGS is a list of arguments
+    PYTHONUNBUFFERED=1 timeout "${SWEEP_TIMEOUT:-480}" python3 "$src/bench/gpu/sweep.py" \
+      --json "$OUT/sweep.json" --markdown "$OUT/sweep.md" $SWEEP_ARGS >"$OUT/sweep.txt" 2>&1
+    echo "sweep: exit $?"; tail -n 12 "$OUT/sweep.txt" ;;
   sanitize)
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
       log "compute-sanitizer $tool (quick suite)"

@@ -120,7 +120,8 @@ int check_desc(dwconv_context *cpu, test_rng *rng, const dwconv_desc *d, const i
 }
 
 /* The bench's shapes, scaled down to rows of odd lengths around the tile sizes, each
- * contiguous and strided, through the choice and the families of its layout. */
+ * contiguous and strided, through the choice and the families of its layout; then
+ * large K through the families for it. */
 int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
     static const struct {
         int64_t K, stride, dilation, pad; /* pad -1: causal */
@@ -152,6 +153,25 @@ int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
                     failures += check_desc(cpu, rng, &d, xs, ys, last[k], i + k + 1, runs);
                 }
             }
+    /* large K, past the taps a block stages at once (column) and several chunks */
+    static const int64_t large_k[] = {9, 31, 70, 135};
+    for (int64_t K : large_k)
+        for (int dt = 0; dt < 3; dt++, i++) {
+            dwconv_desc d;
+            dwconv_desc_init(&d, 2, i % 2 ? 37 : 5, 700, K);
+            d.dtype = (dwconv_dtype)dt, d.weight_dtype = i % 3 ? DWCONV_F32 : d.dtype;
+            d.padding = i % 2 ? DWCONV_PADDING_SAME : DWCONV_PADDING_CAUSAL;
+            d.padding_mode = d.padding == DWCONV_PADDING_SAME ? (dwconv_padding_mode)(i % 4)
+                                                              : DWCONV_PAD_ZEROS;
+            d.activation = (dwconv_activation)(i % 3);
+            int64_t xs[3], ys[3];
+            d.layout = DWCONV_LAYOUT_NCL;
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_LATTICE, i, runs);
+            d.layout = DWCONV_LAYOUT_NLC;
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_COLUMN, i, runs);
+            gpu_case_strides(rng, &d, GPU_CHANNEL_LAST, xs, ys);
+            failures += check_desc(cpu, rng, &d, xs, ys, GPU_FAMILY_AUTO, i + 1, runs);
+        }
     return failures;
 }
 

@@ -36,6 +36,8 @@ typedef struct gpu_conv_args {
     int vector_x, vector_y;  /* channel-last: every position of x / y starts on a 16-byte
                                 boundary */
     int vector_w;            /* slide: weight and bias (if any) start on 16-byte boundaries */
+    int channels_inner;      /* generic: threads side by side take neighbouring channels */
+    int inner_threads;       /* generic: threads of a block along that dimension */
 } gpu_conv_args;
 
 typedef void (*gpu_kernel_fn)(gpu_conv_args);

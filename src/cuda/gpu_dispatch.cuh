@@ -15,6 +15,7 @@
 #include "gpu_kernel_ncl_lean.cuh"
 #include "gpu_kernel_ncl_tile.cuh"
 #include "gpu_kernel_nlc.cuh"
+#include "gpu_kernel_nlc_column.cuh"
 #include "gpu_kernel_nlc_slide.cuh"
 #include "gpu_launch.cuh"
 
@@ -73,6 +74,12 @@ struct gpu_slide_kernels {
     template <int XT, int WT, int K> static gpu_kernel_fn at() { return dwconv_nlc_slide_kernel<XT, WT, K>; }
     template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
         return gpu_k_instance<gpu_slide_kernels, XT, WT, GPU_SLIDE_MAX_K>::get(a->kernel_size);
+    }
+};
+
+struct gpu_column_kernels {
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
+        return dwconv_nlc_column_kernel<XT, WT>;
     }
 };
 

@@ -128,6 +128,24 @@ GPU_HD int64_t gpu_nlc_smem(int channel_threads, int width) {
  * (whose 8 * K f32 weights leave too few registers for 8 rows). */
 #define GPU_SLIDE_STEP(width, K) ((width) == 4 || (K) <= 4 ? 8 : 4)
 
+/* column (gpu_kernel_nlc_column.cuh): channel-last, stride 1, dilation 1, large K: one
+ * channel and GPU_COLUMN_RUN positions per thread, a window of rows in registers that
+ * slides GPU_COLUMN_CHUNK taps at a time; weights staged GPU_COLUMN_STAGE taps at a time. */
+#define GPU_COLUMN_THREADS 128
+#define GPU_COLUMN_MIN_BLOCKS 4 /* at most 128 registers: the run, its window, the next rows */
+#define GPU_COLUMN_RUN 32
+#define GPU_COLUMN_CHUNK 8
+#define GPU_COLUMN_STAGE 64 /* a multiple of the chunk; 32 KiB for 128 channels */
+#define GPU_COLUMN_MIN_CHANNELS 32 /* channel threads of a block at least: whole warps */
+/* Taps staged at once. */
+GPU_HD int64_t gpu_column_stage(int64_t K) {
+    const int64_t taps = (K + GPU_COLUMN_CHUNK - 1) / GPU_COLUMN_CHUNK * GPU_COLUMN_CHUNK;
+    return taps < GPU_COLUMN_STAGE ? taps : GPU_COLUMN_STAGE;
+}
+GPU_HD int64_t gpu_column_smem(int channel_threads, int64_t K) {
+    return gpu_column_stage(K) * channel_threads * 4;
+}
+
 /* ---- when each family applies, beyond its layout and K range ------------------------ */
 
 static inline int gpu_generic_fits(const gpu_conv_args *a) {
@@ -166,6 +184,10 @@ static inline int gpu_slide_fits(const gpu_conv_args *a) {
     return a->stride == 1 && a->dilation == 1;
 }
 
+static inline int gpu_column_fits(const gpu_conv_args *a) {
+    return a->stride == 1 && a->dilation == 1;
+}
+
 /* ---- the registry ----------------------------------------------------------------- */
 
 /* Any layout class, mixed included. */
@@ -179,7 +201,8 @@ static inline int gpu_slide_fits(const gpu_conv_args *a) {
     X(TILE, tile, GPU_CHANNEL_FIRST, 1, INT64_MAX)                                    \
     X(LATTICE, lattice, GPU_CHANNEL_FIRST, GPU_LATTICE_MIN_K, INT64_MAX)              \
     X(NLC, nlc, GPU_CHANNEL_LAST, 1, INT64_MAX)                                       \
-    X(SLIDE, slide, GPU_CHANNEL_LAST, 1, GPU_SLIDE_MAX_K)
+    X(SLIDE, slide, GPU_CHANNEL_LAST, 1, GPU_SLIDE_MAX_K)                             \
+    X(COLUMN, column, GPU_CHANNEL_LAST, 1, INT64_MAX)
 
 #define GPU_FAMILY_ENUM(id, name, layout, k_min, k_max) GPU_FAMILY_##id,
 enum gpu_family_id {

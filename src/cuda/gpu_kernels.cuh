@@ -20,6 +20,8 @@
  *   gpu_kernel_nlc.cuh          channel-last, anything: 16-byte vectors across channels
  *   gpu_kernel_nlc_slide.cuh    channel-last, stride 1, dilation 1, small K: a window
  *                               of rows in registers
+ *   gpu_kernel_nlc_column.cuh   channel-last, stride 1, dilation 1, large K: one channel
+ *                               per thread, register-blocked over positions and taps
  *   gpu_launch.cuh              which family, and its geometry
  *   gpu_dispatch.cuh            the template instance to launch
  */

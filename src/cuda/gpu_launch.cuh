@@ -94,12 +94,21 @@ static int gpu_nlc_channel_threads(gpu_conv_args *a, int V) {
 
 /* ---- each family's geometry (called only where it applies) ---- */
 
+/* Threads side by side take the dimension in which y's elements lie closer. */
 static void gpu_generic_geometry(gpu_conv_args *a, gpu_launch *l) {
+    a->channels_inner = a->channels > 1 &&
+                        (a->output_length == 1 ||
+                         a->y_stride[DWCONV_DIM_CHANNEL] < a->y_stride[DWCONV_DIM_POSITION]);
+    const int64_t inner = a->channels_inner ? a->channels : a->output_length;
+    const int64_t outer = a->channels_inner ? a->output_length : a->channels;
+    int tx = 1; /* a power of two: a block holds several short rows */
+    while (tx < GPU_GENERIC_THREADS && tx < inner) tx *= 2;
+    a->inner_threads = tx;
     l->threads = GPU_GENERIC_THREADS;
     l->smem = 0;
-    l->grid[0] = gpu_clamp(gpu_div_up(a->batch * a->channels * a->output_length, GPU_GENERIC_THREADS),
-                           1, GPU_GRID_X);
-    l->grid[1] = l->grid[2] = 1;
+    l->grid[0] = gpu_clamp(gpu_div_up(inner, tx), 1, gpu_limits.grid_x);
+    l->grid[1] = gpu_clamp(gpu_div_up(outer, GPU_GENERIC_THREADS / tx), 1, gpu_limits.grid_yz);
+    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
 }
 
 static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
@@ -164,6 +173,19 @@ static void gpu_slide_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_set_tile_grid(a, l, channel_blocks);
 }
 
+static void gpu_column_geometry(gpu_conv_args *a, gpu_launch *l) {
+    int tc = GPU_COLUMN_MIN_CHANNELS; /* channels of a block: a power of two */
+    while (tc < GPU_COLUMN_THREADS && tc < a->channels) tc *= 2;
+    a->channel_threads = tc;
+    a->tiles_per_row =
+        gpu_div_up(a->output_length, (int64_t)(GPU_COLUMN_THREADS / tc) * GPU_COLUMN_RUN);
+    l->threads = GPU_COLUMN_THREADS;
+    l->smem = (size_t)gpu_column_smem(tc, a->kernel_size);
+    /* blocks reuse staged weights across tiles only when all taps fit at once */
+    gpu_set_grid(a, l, a->kernel_size <= GPU_COLUMN_STAGE ? 8 : 1, gpu_div_up(a->channels, tc),
+                 a->batch);
+}
+
 static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
     switch (f) {
 #define GPU_GEOMETRY_CASE(id, name, layout, k_min, k_max) \
@@ -180,16 +202,18 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
  * would leave most of its threads idle. */
 #define GPU_SHORT_ROW 512
 
-/* The family for a: mixed layouts: generic. Channel-last: slide where it applies (a
- * window of rows in registers reads each x row once), else nlc. Channel-first: short
+/* The family for a: mixed layouts: generic. Channel-last with stride 1 and dilation 1:
+ * slide for small K (16-byte vectors of channels, the whole window in registers),
+ * column for larger K (one channel per thread, register-blocked over taps); other
+ * channel-last problems nlc. Channel-first: short
  * rows generic; lean for small K (whole vectors staged, taps out of registers),
  * lattice for large K with dilation == stride (register-blocked over taps), tile for
  * the rest that fits shared memory, else generic. */
 static int gpu_choose_family(const gpu_conv_args *a) {
-    static const int channel_last[] = {GPU_FAMILY_SLIDE, GPU_FAMILY_NLC};
+    static const int channel_last[] = {GPU_FAMILY_SLIDE, GPU_FAMILY_COLUMN, GPU_FAMILY_NLC};
     static const int channel_first[] = {GPU_FAMILY_LEAN, GPU_FAMILY_LATTICE, GPU_FAMILY_TILE};
     const int *order = a->layout == GPU_CHANNEL_LAST ? channel_last : channel_first;
-    int n = a->layout == GPU_CHANNEL_LAST ? 2 : a->layout == GPU_CHANNEL_FIRST ? 3 : 0;
+    int n = a->layout == GPU_CHANNEL_LAST ? 3 : a->layout == GPU_CHANNEL_FIRST ? 3 : 0;
     if (a->layout == GPU_CHANNEL_FIRST && a->output_length < GPU_SHORT_ROW) n = 0;
     for (int i = 0; i < n; i++)
         if (gpu_family_applies(order[i], a)) return order[i];

@@ -172,6 +172,20 @@ int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
             gpu_case_strides(rng, &d, GPU_CHANNEL_LAST, xs, ys);
             failures += check_desc(cpu, rng, &d, xs, ys, GPU_FAMILY_AUTO, i + 1, runs);
         }
+    /* rows of several lattice tiles: the next tile's points carried over and fetched
+     * during the sums, or (more taps than a tile) staged again */
+    static const struct {
+        int64_t C, L, K;
+    } long_rows[] = {{3, 5000, 31}, {2, 4500, 70}, {1, 4300, 2060}};
+    for (const auto &r : long_rows)
+        for (int dt = 0; dt < 3; dt += 2, i++) {
+            dwconv_desc d;
+            dwconv_desc_init(&d, 2, r.C, r.L, r.K);
+            d.dtype = d.weight_dtype = (dwconv_dtype)dt;
+            d.padding = DWCONV_PADDING_SAME, d.padding_mode = (dwconv_padding_mode)(i % 4);
+            if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_LATTICE, 2 * i + 1, runs);
+        }
     return failures;
 }
 

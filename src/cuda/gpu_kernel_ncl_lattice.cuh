@@ -3,9 +3,11 @@
  * equal to the stride: the arithmetic-bound kernel. Output o reads positions
  *     o*stride - pad + k*dilation = dilation*(o + k) - pad,
  * a plain stride-1, dilation-1 convolution over the lattice Q[n] = xp[dilation*n - pad].
- * A block stages GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs' lattice as f32 into
- * shared memory, and each thread computes GPU_LATTICE_RUN consecutive j with a
- * register window that slides over GPU_LATTICE_CHUNK taps at a time: per chunk eight
+ * A block walks consecutive tiles of GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs of a
+ * row; it stages a tile's lattice as f32 into shared memory (the next tile's new points
+ * in flight during this tile's sums, the points two tiles share kept), and each thread
+ * computes GPU_LATTICE_RUN consecutive j with a register window that slides over
+ * GPU_LATTICE_CHUNK taps at a time: per chunk eight
  * 16-byte shared loads of x and four of weights feed 256 fmas, so the FMA pipe, not
  * shared memory, is the limit. Each output's fmas still run k = 0, 1, ... in order.
  *
@@ -50,6 +52,31 @@ static __device__ __forceinline__ void gpu_lattice_stage(float *q, const typenam
     }
 }
 
+/* The next tile's new points, in flight while this tile is computed: v[u] = Q[n] for
+ * n = first + tid + u * T below count (Q[n] = f32 of padded position p0 + dilation * n;
+ * the others are never read by a stored output). */
+template <int XT>
+static __device__ __forceinline__ void gpu_lattice_fetch(float *v, const typename gpu_elem<XT>::raw *xrow,
+                                                         int64_t L, int mode, int64_t p0,
+                                                         int64_t dilation, int64_t first,
+                                                         int64_t count, int tid) {
+    const int T = GPU_LATTICE_THREADS;
+    if (p0 + dilation * first >= 0 && p0 + dilation * (count - 1) < L) { /* no padding */
+#pragma unroll
+        for (int u = 0; u < GPU_LATTICE_RUN; u++) {
+            const int64_t n = first + tid + u * T;
+            v[u] = n < count ? gpu_elem<XT>::widen(xrow[p0 + dilation * n]) : 0.0f;
+        }
+        return;
+    }
+#pragma unroll
+    for (int u = 0; u < GPU_LATTICE_RUN; u++) {
+        const int64_t n = first + tid + u * T;
+        v[u] = n < count ? gpu_elem<XT>::widen(gpu_padded_raw<XT>(xrow, L, mode, p0 + dilation * n))
+                         : 0.0f;
+    }
+}
+
 /* acc[i] = the fma chain of output base + i over the K taps, from slot(base + i + k). */
 static __device__ __forceinline__ void gpu_lattice_sums(const float *q, const float *ws, int base,
                                                         int K, float *acc) {
@@ -86,34 +113,47 @@ template <int XT, int WT>
 __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
-    const int T = GPU_LATTICE_THREADS, R = GPU_LATTICE_RUN;
+    const int T = GPU_LATTICE_THREADS, R = GPU_LATTICE_RUN, TILE = T * R;
     const int V = gpu_vec_width<XT>::value;
     const int tid = threadIdx.x, base = tid * R;
-    const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size;
-    const int64_t points = gpu_lattice_points(K);
+    const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size, D = a.dilation;
+    const int64_t taps = gpu_lattice_taps(K), points = TILE + taps;
+    /* consecutive tiles share `taps` points: the next one keeps them and loads only TILE
+     * new ones, in flight during this tile's sums (when the shared points do not
+     * overlap the new ones' places: taps <= TILE) */
+    const bool carry = taps <= TILE;
     float *q = (float *)gpu_shared_base();
     float *ws = (float *)(gpu_shared_base() + gpu_lattice_weights_offset(K));
+    const int64_t t_begin = (int64_t)blockIdx.x * a.tiles_per_block;
+    const int64_t t_end = gpu_min64(t_begin + a.tiles_per_block, a.tiles_per_row);
 
-    /* x: tiles along the row, y: channels, z: batch (each strided) */
+    /* x: chunks of tiles along the row, y: channels, z: batch (each strided) */
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y) {
             const int64_t xoff = b * a.x_stride[0] + c * a.x_stride[1];
             const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
+            const raw *xrow = (const raw *)a.x + xoff;
             /* runs start on y's 16-byte boundaries */
             const int hy = gpu_misalignment<XT>(a.y, yoff);
-            for (int64_t t = blockIdx.x; t < a.tiles_per_row; t += gridDim.x) {
-                const int64_t j0 = t * T * R - hy;
-                if (j0 >= L_out) break; /* the same for the whole block */
+            if (t_begin * TILE - hy >= L_out) continue; /* the same for the whole block */
 
-                __syncthreads(); /* the previous tile's reads are done */
-                /* only what existing outputs read; later points only feed unstored sums */
-                gpu_lattice_stage<XT>(q, (const raw *)a.x + xoff, L, a.padding_mode,
-                                      a.dilation * j0 - a.pad_left, a.dilation,
-                                      gpu_min64(points, L_out - j0 + K - 1), tid);
-                for (int64_t k = tid; k < points - T * R; k += T)
-                    ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
-                const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
-                __syncthreads();
+            __syncthreads(); /* the previous row's reads are done */
+            for (int64_t k = tid; k < taps; k += T)
+                ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
+            const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+            /* the first tile's points: only what existing outputs read; later points only
+             * feed unstored sums */
+            int64_t j0 = t_begin * TILE - hy;
+            gpu_lattice_stage<XT>(q, xrow, L, a.padding_mode, D * j0 - a.pad_left, D,
+                                  gpu_min64(points, L_out - j0 + K - 1), tid);
+            __syncthreads();
+            for (int64_t t = t_begin; t < t_end && j0 < L_out; t++, j0 += TILE) {
+                const int64_t j1 = j0 + TILE; /* the next tile */
+                const bool next = t + 1 < t_end && j1 < L_out;
+                float v[R];
+                if (next && carry)
+                    gpu_lattice_fetch<XT>(v, xrow, L, a.padding_mode, D * j1 - a.pad_left, D, taps,
+                                          gpu_min64(points, L_out - j1 + K - 1), tid);
 
                 float acc[R];
 #pragma unroll
@@ -130,6 +170,18 @@ __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel
                         gpu_store_vector<XT>(a.y, yoff + jr + s * V, acc + s * V,
                                              (int)gpu_max64(first - s * V, 0),
                                              (int)gpu_min64(last - s * V, V));
+                if (!next) continue;
+                __syncthreads(); /* this tile's reads are done */
+                if (carry) {
+                    for (int64_t n = tid; n < taps; n += T) q[gpu_lattice_slot(n)] = q[gpu_lattice_slot(TILE + n)];
+                    __syncthreads(); /* the shared points are read before they are overwritten */
+#pragma unroll
+                    for (int u = 0; u < R; u++) q[gpu_lattice_slot(taps + tid + u * T)] = v[u];
+                } else {
+                    gpu_lattice_stage<XT>(q, xrow, L, a.padding_mode, D * j1 - a.pad_left, D,
+                                          gpu_min64(points, L_out - j1 + K - 1), tid);
+                }
+                __syncthreads();
             }
         }
 }

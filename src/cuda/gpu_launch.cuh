@@ -143,7 +143,7 @@ static void gpu_lattice_geometry(gpu_conv_args *a, gpu_launch *l) {
         gpu_aligned_tiles(a, a->output_length, (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN);
     l->threads = GPU_LATTICE_THREADS;
     l->smem = (size_t)gpu_lattice_smem(a->kernel_size);
-    gpu_set_tile_grid(a, l, a->channels);
+    gpu_set_grid(a, l, 8, a->channels, a->batch); /* consecutive tiles share points */
 }
 
 static void gpu_nlc_geometry(gpu_conv_args *a, gpu_launch *l) {

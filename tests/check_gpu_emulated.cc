@@ -125,7 +125,8 @@ int check_desc(dwconv_context *cpu, test_rng *rng, const dwconv_desc *d, const i
 int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
     static const struct {
         int64_t K, stride, dilation, pad; /* pad -1: causal */
-    } shapes[] = {{3, 1, 1, 1}, {4, 1, 1, -1}, {3, 2, 1, 1}, {3, 1, 4, 4}, {3, 1, 2, 2}, {7, 1, 1, 3}};
+    } shapes[] = {{3, 1, 1, 1}, {4, 1, 1, -1}, {3, 2, 1, 1}, {3, 1, 4, 4}, {3, 1, 2, 2}, {7, 1, 1, 3},
+                  {5, 1, 2, 4}, {7, 1, 2, 6}};
     static const int64_t lengths[] = {1, 9, 1023, 2053, 4099};
     static const int first[] = {GPU_FAMILY_AUTO, GPU_FAMILY_LEAN, GPU_FAMILY_TILE};
     static const int last[] = {GPU_FAMILY_AUTO, GPU_FAMILY_SLIDE, GPU_FAMILY_NLC};

@@ -48,8 +48,8 @@ GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_siz
 #define GPU_LEAN_VPT 4 /* output vectors per thread */
 #define GPU_LEAN_MAX_K 8
 /* Its instances besides stride 1, dilation 1 (any K up to GPU_LEAN_MAX_K): X(K,
- * stride, dilation). */
-#define GPU_LEAN_STEPPED(X) X(3, 2, 1) X(3, 1, 2) X(3, 1, 4)
+ * stride, dilation); larger K at dilation 4 spill registers (ptxas -v). */
+#define GPU_LEAN_STEPPED(X) X(3, 2, 1) X(3, 1, 2) X(3, 1, 4) X(5, 1, 2) X(7, 1, 2)
 
 /* x vectors one output vector's window touches when it starts at element m. */
 GPU_HD int gpu_lean_reads(int width, int m, int64_t K, int64_t S, int64_t D) {

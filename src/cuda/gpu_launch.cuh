@@ -203,20 +203,25 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 #define GPU_SHORT_ROW 512
 
 /* The family for a: mixed layouts: generic. Channel-last with stride 1 and dilation 1:
- * slide for small K (16-byte vectors of channels, the whole window in registers),
- * column for larger K (one channel per thread, register-blocked over taps); other
- * channel-last problems nlc. Channel-first: short
- * rows generic; lean for small K (whole vectors staged, taps out of registers),
- * lattice for large K with dilation == stride (register-blocked over taps), tile for
- * the rest that fits shared memory, else generic. */
+ * slide for small K where every position of x and y starts on a 16-byte boundary (its
+ * loads and stores are whole vectors of channels, the window in registers), else
+ * column (one channel per lane: every warp access contiguous whatever the alignment;
+ * register-blocked over taps for large K); other channel-last problems nlc.
+ * Channel-first: short rows generic; lean for small K (whole vectors staged, taps out
+ * of registers), lattice for large K with dilation == stride (register-blocked over
+ * taps), tile for the rest that fits shared memory, else generic. */
 static int gpu_choose_family(const gpu_conv_args *a) {
-    static const int channel_last[] = {GPU_FAMILY_SLIDE, GPU_FAMILY_COLUMN, GPU_FAMILY_NLC};
+    if (a->layout == GPU_CHANNEL_LAST) {
+        if (gpu_family_applies(GPU_FAMILY_SLIDE, a) &&
+            gpu_positions_aligned(a->x, a->x_stride, a->dtype) &&
+            gpu_positions_aligned(a->y, a->y_stride, a->dtype))
+            return GPU_FAMILY_SLIDE;
+        return gpu_family_applies(GPU_FAMILY_COLUMN, a) ? GPU_FAMILY_COLUMN : GPU_FAMILY_NLC;
+    }
     static const int channel_first[] = {GPU_FAMILY_LEAN, GPU_FAMILY_LATTICE, GPU_FAMILY_TILE};
-    const int *order = a->layout == GPU_CHANNEL_LAST ? channel_last : channel_first;
-    int n = a->layout == GPU_CHANNEL_LAST ? 3 : a->layout == GPU_CHANNEL_FIRST ? 3 : 0;
-    if (a->layout == GPU_CHANNEL_FIRST && a->output_length < GPU_SHORT_ROW) n = 0;
-    for (int i = 0; i < n; i++)
-        if (gpu_family_applies(order[i], a)) return order[i];
+    if (a->layout == GPU_CHANNEL_FIRST && a->output_length >= GPU_SHORT_ROW)
+        for (int i = 0; i < 3; i++)
+            if (gpu_family_applies(channel_first[i], a)) return channel_first[i];
     return GPU_FAMILY_GENERIC;
 }
 

@@ -46,6 +46,11 @@ GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_siz
 #define GPU_LEAN_MIN_THREADS 64 /* a multiple of every warp width */
 #define GPU_LEAN_MAX_THREADS 256
 #define GPU_LEAN_VPT 4 /* output vectors per thread */
+/* Short rows: blocks of GPU_LEAN_ROWS_BLOCK threads holding several rows, at least
+ * GPU_LEAN_ROW_THREADS threads each (more than the halo of every instance: at most 4
+ * vectors, K7 at dilation 2 in f32). */
+#define GPU_LEAN_ROWS_BLOCK 128
+#define GPU_LEAN_ROW_THREADS 8
 #define GPU_LEAN_MAX_K 8
 /* Its instances besides stride 1, dilation 1 (any K up to GPU_LEAN_MAX_K): X(K,
  * stride, dilation); larger K at dilation 4 spill registers (ptxas -v). */

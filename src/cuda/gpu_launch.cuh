@@ -116,8 +116,24 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
     /* the vectors a row spans: exact for rows that all start alike (an aligned 4096-long
      * row is 512 vectors, not 513, and gets 128 threads, not 256 of which half idle) */
     const int64_t row_vectors = gpu_div_up(a->output_length + gpu_row_head(a), V);
+    const size_t per_row = (size_t)GPU_LEAN_MIN_THREADS * GPU_LEAN_VPT;
+    if ((size_t)row_vectors * 2 <= per_row) { /* short rows: several per block */
+        int rt = GPU_LEAN_ROW_THREADS;
+        while ((int64_t)rt * GPU_LEAN_VPT < row_vectors) rt *= 2;
+        const int rows = GPU_LEAN_ROWS_BLOCK / rt;
+        a->row_threads = rt;
+        l->threads = GPU_LEAN_ROWS_BLOCK;
+        l->smem = (size_t)rows * gpu_lean_smem(rt, V, a->kernel_size, a->stride, a->dilation);
+        a->tiles_per_row = 1; /* rt * GPU_LEAN_VPT * V >= the row and its head */
+        a->tiles_per_block = 1;
+        l->grid[0] = 1;
+        l->grid[1] = gpu_clamp(gpu_div_up(a->channels, rows), 1, gpu_limits.grid_yz);
+        l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+        return;
+    }
     int threads = GPU_LEAN_MIN_THREADS; /* short rows: smaller blocks, not idle threads */
     while (threads < GPU_LEAN_MAX_THREADS && (int64_t)threads * GPU_LEAN_VPT < row_vectors) threads *= 2;
+    a->row_threads = threads;
     l->threads = threads;
     l->smem = (size_t)gpu_lean_smem(threads, V, a->kernel_size, a->stride, a->dilation);
     a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, (int64_t)threads * GPU_LEAN_VPT * V);
@@ -198,8 +214,8 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 
 /* ---- the choice ---- */
 
-/* Channel-first rows shorter than this run the generic kernel: a tile of the others
- * would leave most of its threads idle. */
+/* Channel-first rows shorter than this run the generic kernel unless lean takes them
+ * (several rows per block): a tile of tile or lattice would leave most threads idle. */
 #define GPU_SHORT_ROW 512
 
 /* The family for a: mixed layouts: generic. Channel-last with stride 1 and dilation 1:
@@ -207,9 +223,10 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
  * loads and stores are whole vectors of channels, the window in registers), else
  * column (one channel per lane: every warp access contiguous whatever the alignment;
  * register-blocked over taps for large K); other channel-last problems nlc.
- * Channel-first: short rows generic; lean for small K (whole vectors staged, taps out
- * of registers), lattice for large K with dilation == stride (register-blocked over
- * taps), tile for the rest that fits shared memory, else generic. */
+ * Channel-first: lean for small K at any row length (whole vectors staged, taps out of
+ * registers; short rows several per block); other short rows generic; lattice for
+ * large K with dilation == stride (register-blocked over taps), tile for the rest that
+ * fits shared memory, else generic. */
 static int gpu_choose_family(const gpu_conv_args *a) {
     if (a->layout == GPU_CHANNEL_LAST) {
         if (gpu_family_applies(GPU_FAMILY_SLIDE, a) &&
@@ -218,11 +235,12 @@ static int gpu_choose_family(const gpu_conv_args *a) {
             return GPU_FAMILY_SLIDE;
         return gpu_family_applies(GPU_FAMILY_COLUMN, a) ? GPU_FAMILY_COLUMN : GPU_FAMILY_NLC;
     }
-    static const int channel_first[] = {GPU_FAMILY_LEAN, GPU_FAMILY_LATTICE, GPU_FAMILY_TILE};
-    if (a->layout == GPU_CHANNEL_FIRST && a->output_length >= GPU_SHORT_ROW)
-        for (int i = 0; i < 3; i++)
-            if (gpu_family_applies(channel_first[i], a)) return channel_first[i];
-    return GPU_FAMILY_GENERIC;
+    if (a->layout != GPU_CHANNEL_FIRST) return GPU_FAMILY_GENERIC;
+    if (gpu_family_applies(GPU_FAMILY_LEAN, a)) return GPU_FAMILY_LEAN;
+    if (a->output_length < GPU_SHORT_ROW) return GPU_FAMILY_GENERIC;
+    return gpu_family_applies(GPU_FAMILY_LATTICE, a) ? GPU_FAMILY_LATTICE
+           : gpu_family_applies(GPU_FAMILY_TILE, a)  ? GPU_FAMILY_TILE
+                                                     : GPU_FAMILY_GENERIC;
 }
 
 /* The family for a and its geometry in a and l: forced (a gpu_family_id) where it

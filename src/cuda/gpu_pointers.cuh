@@ -40,11 +40,14 @@ static int gpu_range_query(uintptr_t p, uintptr_t *base, size_t *size) {
 static gpu_range_query_fn gpu_range_query_get(void) { return gpu_range_query; }
 #else
 typedef CUresult (*gpu_cu_range_fn)(CUdeviceptr *base, size_t *size, CUdeviceptr p);
-static gpu_cu_range_fn gpu_cu_range; /* resolved once per process, or NULL */
+/* Resolved by the first call that needs it, in any thread (atomically: contexts of
+ * different threads may race to set the same value), or NULL. */
+static gpu_cu_range_fn gpu_cu_range;
 
 static int gpu_range_query(uintptr_t p, uintptr_t *base, size_t *size) {
     CUdeviceptr b = 0;
-    if (gpu_cu_range(&b, size, (CUdeviceptr)p) != CUDA_SUCCESS) return -1;
+    const gpu_cu_range_fn fn = __atomic_load_n(&gpu_cu_range, __ATOMIC_ACQUIRE);
+    if (fn(&b, size, (CUdeviceptr)p) != CUDA_SUCCESS) return -1;
     *base = (uintptr_t)b;
     return 0;
 }
@@ -52,7 +55,7 @@ static int gpu_range_query(uintptr_t p, uintptr_t *base, size_t *size) {
 /* cuMemGetAddressRange through the runtime's entry-point query, so that the module
  * links only the static runtime, not libcuda; NULL where the driver lacks it. */
 static gpu_range_query_fn gpu_range_query_get(void) {
-    if (!gpu_cu_range) {
+    if (!__atomic_load_n(&gpu_cu_range, __ATOMIC_ACQUIRE)) {
         void *fn = NULL;
         cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
@@ -66,7 +69,7 @@ static gpu_range_query_fn gpu_range_query_get(void) {
             (void)cudaGetLastError();
             return NULL;
         }
-        gpu_cu_range = (gpu_cu_range_fn)fn;
+        __atomic_store_n(&gpu_cu_range, (gpu_cu_range_fn)fn, __ATOMIC_RELEASE);
     }
     return gpu_range_query;
 }

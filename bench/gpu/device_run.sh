@@ -3,8 +3,8 @@
 # .device/remote runs it after building): the GPU suite, the conversion proof, the
 # bench, the shape sweep, compute-sanitizer on the quick suite, and Nsight Compute's
 # view of chosen cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check
-# conv bench sweep sanitize ncu" (default: all; sanitize needs check first). Knobs, so
-# that a call fits its time and the device tool's 8 returned files:
+# conv bench sweep sanitize ncu" (default: all). Knobs, so that a call fits its time
+# and the device tool's 8 returned files:
 #   CHECK_TESTS      default "check_gpu check_gpu_emulated"
 #   CHECK_TIMEOUT    seconds per test, default 240
 #   SANITIZE_TOOLS   default "memcheck racecheck"; SANITIZE_TIMEOUT default 150
@@ -44,6 +44,8 @@ for step in $steps; do
       --json "$OUT/sweep.json" --markdown "$OUT/sweep.md" $SWEEP_ARGS >"$OUT/sweep.txt" 2>&1
     echo "sweep: exit $?"; tail -n 12 "$OUT/sweep.txt" ;;
   sanitize)
+    [ -x tests/check_gpu ] || make -j"$(nproc)" tests/check_gpu >"$OUT/check_build.txt" 2>&1 ||
+      tail -n 20 "$OUT/check_build.txt"
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
       log "compute-sanitizer $tool (quick suite)"
       DWCONV_TEST_QUICK=1 DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout "${SANITIZE_TIMEOUT:-150}" \

@@ -61,6 +61,9 @@ static char *gpu_input(dwconv_context *ctx, const void *host, size_t bytes, size
     return p;
 }
 
+/* The message of run_case's call (later calls clear dwconv_last_error). */
+static char run_error[1024];
+
 /* Runs c through ctx with every buffer `shift` elements past dwconv_malloc's
  * alignment, through a plan with c's strides (or dwconv_forward where they are the
  * descriptor's own and plain is set). Returns the call's status; on SUCCESS also
@@ -93,6 +96,7 @@ static dwconv_status run_case(dwconv_context *ctx, const gpu_case *c, int shift,
         st = dwconv_plan_forward(plan, xc, wc, bc, yc);
         dwconv_plan_destroy(plan);
     }
+    snprintf(run_error, sizeof run_error, "%s", dwconv_last_error());
     if (st == DWCONV_SUCCESS) {
         ck_assert_msg(dwconv_synchronize(ctx) == DWCONV_SUCCESS, "%s", dwconv_last_error());
         ck_assert(dwconv_copy_to_host(ctx, host_y, y, span) == DWCONV_SUCCESS);
@@ -101,6 +105,11 @@ static dwconv_status run_case(dwconv_context *ctx, const gpu_case *c, int shift,
                       why, shift);
         ck_assert_msg(gpu_case_guards(c, got, why, sizeof why) == 0, "%s (offset %d elements)",
                       why, shift);
+    } else { /* a refused call writes nothing */
+        ck_assert(dwconv_synchronize(ctx) == DWCONV_SUCCESS);
+        ck_assert(dwconv_copy_to_host(ctx, host_y, y, span) == DWCONV_SUCCESS);
+        ck_assert_msg(test_untouched(host_y, span), "%s: refused, but y was written",
+                      test_desc_string(&c->desc));
     }
     free(host_y);
     dwconv_free(ctx, x), dwconv_free(ctx, y), dwconv_free(ctx, w), dwconv_free(ctx, b);
@@ -115,7 +124,7 @@ static void check_desc(dwconv_context *ctx, const dwconv_desc *d, const int64_t 
     char why[1024];
     ck_assert_msg(gpu_case_make(&c, d, xs, ys, rng, bias, cpu, why, sizeof why) == 0, "%s", why);
     const dwconv_status st = run_case(ctx, &c, shift, xs == NULL);
-    ck_assert_msg(st == DWCONV_SUCCESS, "%s: %s", test_desc_string(d), dwconv_last_error());
+    ck_assert_msg(st == DWCONV_SUCCESS, "%s: %s", test_desc_string(d), run_error);
     gpu_case_free(&c);
 }
 
@@ -139,10 +148,11 @@ START_TEST(random_descriptors) {
         const dwconv_status st = run_case(ctx, &c, i % 2, 0);
         /* the registry's predicate says what a strictly forced family must do */
         if (family == GPU_FAMILY_AUTO || applies)
-            ck_assert_msg(st == DWCONV_SUCCESS, "%s: %s", test_desc_string(&d), dwconv_last_error());
+            ck_assert_msg(st == DWCONV_SUCCESS, "%s: %s", test_desc_string(&d), run_error);
         else
             ck_assert_msg(st == DWCONV_ERROR_UNSUPPORTED, "%s: forced %s does not apply, yet the "
-                          "call returned %d", test_desc_string(&d), gpu_family(family)->name, st);
+                          "call returned %d (%s)", test_desc_string(&d), gpu_family(family)->name,
+                          st, run_error);
         gpu_case_free(&c);
     }
     /* three cases in four are fitted to a forced family: most of them must fit */

@@ -1,17 +1,20 @@
 /*
  * The GPU kernels, run on the CPU by tests/gpu_emulate.h, against the cpu backend bit
- * for bit: every kernel (forced as DWCONV_GPU_KERNEL would) over random descriptors of
- * every option, with pointers on and off 16-byte boundaries. The same code runs on
- * GPUs; this catches indexing, padding and barrier mistakes where no GPU exists.
- * Conversions differ only in that NVIDIA builds use the conversion instructions
- * (bench/gpu/conversions.cu proves them equal). Exit status: 0 pass, 1 fail, 77 skip
- * (no ucontext.h). DWCONV_TEST_QUICK=1 runs fewer descriptors.
+ * for bit: every family of the registry (forced as DWCONV_GPU_KERNEL would) over random
+ * descriptors of every option and strided x and y of every class (padded rows,
+ * channel slices, mixed), with pointers on and off 16-byte boundaries. The same code
+ * runs on GPUs; this catches indexing, padding and barrier mistakes where no GPU
+ * exists. It fails when a forced family that applies (the registry's own predicate)
+ * does not run, when a family ran on fewer than half of the cases fitted to it, when a
+ * kernel writes beside y (poisoned guards and gaps), touches memory past its inputs
+ * (inaccessible pages) or beside its shared memory (gpu_emulate.h). Conversions differ
+ * only in that NVIDIA builds use the conversion instructions (bench/gpu/conversions.cu
+ * proves them equal). Exit status: 0 pass, 1 fail, 77 skip (no ucontext.h).
+ * DWCONV_TEST_QUICK=1 runs fewer descriptors.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <vector>
 
 #include "gpu_cases.h"
 extern "C" {
@@ -22,59 +25,79 @@ extern "C" {
 
 namespace {
 
-/* Host memory at a chosen distance past a 16-byte boundary. */
-struct offset_buffer {
-    std::vector<uint4> storage;
-    void *at;
-    offset_buffer(size_t bytes, size_t offset) : storage(bytes / 16 + 2) {
-        at = (char *)storage.data() + offset;
-    }
+int ran[GPU_FAMILY_COUNT];    /* runs per family actually chosen */
+int fitted[GPU_FAMILY_COUNT]; /* cases each forced family applies to */
+
+/* Host memory for `bytes` at `offset` bytes past a 16-byte boundary, ending just
+ * before an inaccessible page (gpu_emulate_guarded), with `before` guard bytes. */
+struct guarded_buffer {
+    unsigned char *at;
+    guarded_buffer(size_t bytes, size_t offset, size_t before)
+        : at((unsigned char *)gpu_emulate_guarded(bytes, offset, before)) {}
+    ~guarded_buffer() { gpu_emulate_unguard(at); }
 };
 
-/* Runs c through kernel (a gpu_kernel_id), x, weight and bias offset by `shift`
- * elements, y by `yshift`; 0 when the result matches the cpu backend. */
-int ran[GPU_KERNEL_COUNT]; /* runs per kernel actually chosen */
-
-int run_case(const gpu_case *c, int kernel, int shift, int yshift, char *why, size_t why_size) {
+/* Runs c through family (a gpu_family_id; AUTO: the choice) with x, weight and bias
+ * offset by `shift` elements, y by `yshift`; 0 when the result matches the cpu backend
+ * and nothing beside y was written. */
+int run_case(const gpu_case *c, int family, int shift, int yshift, char *why, size_t why_size) {
     const size_t xs = dwconv_dtype_size(c->desc.dtype), ws = dwconv_dtype_size(c->desc.weight_dtype);
-    offset_buffer x(c->x_bytes, shift * xs), y(c->y_bytes, yshift * xs);
-    offset_buffer w(c->weight_bytes, shift * ws), bias(c->bias_bytes, shift * ws);
+    guarded_buffer x(c->x_bytes, shift * xs, 0), w(c->weight_bytes, shift * ws, 0);
+    guarded_buffer bias(c->bias_bytes ? c->bias_bytes : 1, shift * ws, 0);
+    guarded_buffer y(c->y_bytes + GPU_CASE_GUARD, yshift * xs, GPU_CASE_GUARD);
+    if (!x.at || !w.at || !bias.at || !y.at) {
+        snprintf(why, why_size, "%s: no memory for the buffers", test_desc_string(&c->desc));
+        return -1;
+    }
     memcpy(x.at, c->x, c->x_bytes);
     memcpy(w.at, c->weight, c->weight_bytes);
     if (c->bias) memcpy(bias.at, c->bias, c->bias_bytes);
-    test_poison(y.at, c->y_bytes);
+    test_poison(y.at - GPU_CASE_GUARD, c->y_bytes + 2 * GPU_CASE_GUARD);
 
     dwconv_problem problem;
-    if (dwconv_validate_forward(&problem, &c->desc, NULL, x.at, w.at, c->bias ? bias.at : NULL,
-                                y.at, "check_gpu_emulated") != DWCONV_SUCCESS) {
+    if (gpu_case_problem(&problem, c, x.at, w.at, c->bias ? bias.at : NULL, y.at) != 0) {
         snprintf(why, why_size, "%s: %s", test_desc_string(&c->desc), dwconv_last_error());
         return -1;
     }
     gpu_conv_args a = gpu_args_make(&problem);
     gpu_launch l;
-    gpu_plan_launch(kernel, &a, &l);
-    ran[l.kernel]++;
-    if (gpu_emulate(gpu_kernel_instance(&a, l.kernel), l.grid, l.threads, l.smem, a) != 0) {
-        snprintf(why, why_size, "%s: barrier mismatch in the %s kernel",
-                 test_desc_string(&c->desc), gpu_kernel_names[l.kernel]);
+    gpu_plan_launch(family, &a, &l);
+    ran[l.family]++;
+    const char *name = gpu_family(l.family)->name;
+    const int applies = gpu_family_applies(family, &a);
+    if (family != GPU_FAMILY_AUTO && applies != (l.family == family)) {
+        snprintf(why, why_size, "%s: forced %s %s, but %s ran", test_desc_string(&c->desc),
+                 gpu_family(family)->name, applies ? "applies" : "does not apply", name);
         return -1;
     }
-    if (gpu_case_compare(c, y.at, why, why_size) == 0) return 0;
+    const gpu_kernel_fn kernel = gpu_family_instance(l.family, &a);
+    if (!kernel) {
+        snprintf(why, why_size, "%s: the %s family applies but has no instance",
+                 test_desc_string(&c->desc), name);
+        return -1;
+    }
+    if (gpu_emulate(kernel, l.grid, l.threads, l.smem, a) != 0) {
+        snprintf(why, why_size, "%s: the %s kernel failed in the emulator (above)",
+                 test_desc_string(&c->desc), name);
+        return -1;
+    }
+    if (gpu_case_compare(c, y.at, why, why_size) == 0 &&
+        gpu_case_guards(c, y.at, why, why_size) == 0)
+        return 0;
     const size_t n = strlen(why);
-    snprintf(why + n, why_size - n, " [%s kernel, offsets x %d y %d]", gpu_kernel_names[l.kernel],
-             shift, yshift);
+    snprintf(why + n, why_size - n, " [%s kernel, offsets x %d y %d]", name, shift, yshift);
     return -1;
 }
 
 } // namespace
 
-/* Runs d through kernel (descriptor i of a series: the launch limits vary with i) at
- * three pointer offsets; returns the failures. */
-int check_desc(dwconv_context *cpu, test_rng *rng, const dwconv_desc *d, int kernel, int i,
-               int *runs) {
+/* Runs d with strides xs, ys through family (descriptor i of a series: the launch
+ * limits vary with i) at three pointer offsets; returns the failures. */
+int check_desc(dwconv_context *cpu, test_rng *rng, const dwconv_desc *d, const int64_t *xs,
+               const int64_t *ys, int family, int i, int *runs) {
     char why[1024];
     gpu_case c;
-    if (gpu_case_make(&c, d, rng, i % 3 != 0, cpu, why, sizeof why) != 0) {
+    if (gpu_case_make(&c, d, xs, ys, rng, i % 3 != 0, cpu, why, sizeof why) != 0) {
         fprintf(stderr, "FAIL %s\n", why);
         return 1;
     }
@@ -88,7 +111,7 @@ int check_desc(dwconv_context *cpu, test_rng *rng, const dwconv_desc *d, int ker
      * different offsets of a row) */
     int failures = 0;
     for (int shift = 0; shift < 3; shift++, (*runs)++)
-        if (run_case(&c, kernel, shift ? 1 : 0, shift == 2 ? 3 : shift, why, sizeof why) != 0) {
+        if (run_case(&c, family, shift ? 1 : 0, shift == 2 ? 3 : shift, why, sizeof why) != 0) {
             fprintf(stderr, "FAIL %s\n", why);
             failures++;
         }
@@ -96,12 +119,17 @@ int check_desc(dwconv_context *cpu, test_rng *rng, const dwconv_desc *d, int ker
     return failures;
 }
 
-/* The bench's shapes, scaled down to rows of odd lengths around the tile sizes. */
+/* The bench's shapes, scaled down to rows of odd lengths around the tile sizes, each
+ * contiguous and strided, through the choice and the families of its layout; then
+ * large K through the families for it. */
 int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
     static const struct {
         int64_t K, stride, dilation, pad; /* pad -1: causal */
-    } shapes[] = {{3, 1, 1, 1}, {4, 1, 1, -1}, {3, 2, 1, 1}, {3, 1, 4, 4}, {3, 1, 2, 2}, {7, 1, 1, 3}};
+    } shapes[] = {{3, 1, 1, 1}, {4, 1, 1, -1}, {3, 2, 1, 1}, {3, 1, 4, 4}, {3, 1, 2, 2}, {7, 1, 1, 3},
+                  {5, 1, 2, 4}, {7, 1, 2, 6}};
     static const int64_t lengths[] = {1, 9, 1023, 2053, 4099};
+    static const int first[] = {GPU_FAMILY_AUTO, GPU_FAMILY_LEAN, GPU_FAMILY_TILE};
+    static const int last[] = {GPU_FAMILY_AUTO, GPU_FAMILY_SLIDE, GPU_FAMILY_NLC};
     int failures = 0, i = 0;
     for (const auto &s : shapes)
         for (int64_t L : lengths)
@@ -114,15 +142,51 @@ int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
                 else d.pad_left = d.pad_right = s.pad;
                 d.padding_mode = (dwconv_padding_mode)(i % 4);
                 if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
-                const int ncl[] = {GPU_KERNEL_AUTO, GPU_KERNEL_NCL_LEAN, GPU_KERNEL_NCL_VECTOR};
-                const int nlc[] = {GPU_KERNEL_AUTO, GPU_KERNEL_NLC_SLIDE, GPU_KERNEL_NLC};
                 for (int k = 0; k < 3; k++) {
+                    int64_t xs[3], ys[3];
                     d.layout = DWCONV_LAYOUT_NCL;
-                    failures += check_desc(cpu, rng, &d, ncl[k], i + k, runs);
+                    failures += check_desc(cpu, rng, &d, NULL, NULL, first[k], i + k, runs);
+                    gpu_case_strides(rng, &d, GPU_CHANNEL_FIRST, xs, ys);
+                    failures += check_desc(cpu, rng, &d, xs, ys, first[k], i + k + 1, runs);
                     d.layout = DWCONV_LAYOUT_NLC;
-                    failures += check_desc(cpu, rng, &d, nlc[k], i + k, runs);
+                    failures += check_desc(cpu, rng, &d, NULL, NULL, last[k], i + k, runs);
+                    gpu_case_strides(rng, &d, GPU_CHANNEL_LAST, xs, ys);
+                    failures += check_desc(cpu, rng, &d, xs, ys, last[k], i + k + 1, runs);
                 }
             }
+    /* large K, past the taps a block stages at once (column) and several chunks */
+    static const int64_t large_k[] = {9, 31, 70, 135};
+    for (int64_t K : large_k)
+        for (int dt = 0; dt < 3; dt++, i++) {
+            dwconv_desc d;
+            dwconv_desc_init(&d, 2, i % 2 ? 37 : 5, 700, K);
+            d.dtype = (dwconv_dtype)dt, d.weight_dtype = i % 3 ? DWCONV_F32 : d.dtype;
+            d.padding = i % 2 ? DWCONV_PADDING_SAME : DWCONV_PADDING_CAUSAL;
+            d.padding_mode = d.padding == DWCONV_PADDING_SAME ? (dwconv_padding_mode)(i % 4)
+                                                              : DWCONV_PAD_ZEROS;
+            d.activation = (dwconv_activation)(i % 3);
+            int64_t xs[3], ys[3];
+            d.layout = DWCONV_LAYOUT_NCL;
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_LATTICE, i, runs);
+            d.layout = DWCONV_LAYOUT_NLC;
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_COLUMN, i, runs);
+            gpu_case_strides(rng, &d, GPU_CHANNEL_LAST, xs, ys);
+            failures += check_desc(cpu, rng, &d, xs, ys, GPU_FAMILY_AUTO, i + 1, runs);
+        }
+    /* rows of several lattice tiles: the next tile's points carried over and fetched
+     * during the sums, or (more taps than a tile) staged again */
+    static const struct {
+        int64_t C, L, K;
+    } long_rows[] = {{3, 5000, 31}, {2, 4500, 70}, {1, 4300, 2060}};
+    for (const auto &r : long_rows)
+        for (int dt = 0; dt < 3; dt += 2, i++) {
+            dwconv_desc d;
+            dwconv_desc_init(&d, 2, r.C, r.L, r.K);
+            d.dtype = d.weight_dtype = (dwconv_dtype)dt;
+            d.padding = DWCONV_PADDING_SAME, d.padding_mode = (dwconv_padding_mode)(i % 4);
+            if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_LATTICE, 2 * i + 1, runs);
+        }
     return failures;
 }
 
@@ -136,20 +200,29 @@ int main(void) {
         fprintf(stderr, "no cpu context: %s\n", dwconv_last_error());
         return 1;
     }
-    const int per_kernel = gpu_test_quick() ? 10 : 60;
+    const int per_family = gpu_test_quick() ? 12 : 60;
     test_rng rng = test_rng_seed(20261201);
     int failures = 0, runs = 0;
-    for (int kernel = GPU_KERNEL_AUTO; kernel < GPU_KERNEL_COUNT; kernel++)
-        for (int i = 0; i < per_kernel; i++) {
+    for (int f = GPU_FAMILY_AUTO; f < GPU_FAMILY_COUNT; f++) {
+        for (int i = 0; i < per_family; i++) {
             dwconv_desc d = test_random_desc(&rng, 2600, 12);
-            gpu_case_fit_kernel(&d, gpu_kernel_names[kernel], i);
-            failures += check_desc(cpu, &rng, &d, kernel, i, &runs);
+            int64_t xs[3], ys[3];
+            fitted[f] += gpu_case_fit(&d, xs, ys, f, &rng, i);
+            failures += check_desc(cpu, &rng, &d, xs, ys, f, i, &runs);
         }
+        /* three cases in four are fitted to a forced family: most of them must fit */
+        if (f != GPU_FAMILY_AUTO && fitted[f] < per_family / 2) {
+            fprintf(stderr, "FAIL the %s family applied to only %d of %d cases fitted to it\n",
+                    gpu_family(f)->name, fitted[f], per_family);
+            failures++;
+        }
+    }
     failures += check_shapes(cpu, &rng, &runs);
     dwconv_context_destroy(cpu);
-    printf("%d of %d emulated runs match the cpu backend bit for bit; runs per kernel:", runs - failures,
-           runs);
-    for (int k = GPU_KERNEL_GENERIC; k < GPU_KERNEL_COUNT; k++) printf(" %s %d", gpu_kernel_names[k], ran[k]);
+    printf("%d of %d emulated runs match the cpu backend bit for bit; runs per family:",
+           runs - failures, runs);
+    for (int f = GPU_FAMILY_AUTO + 1; f < GPU_FAMILY_COUNT; f++)
+        printf(" %s %d (forced on %d fitting cases)", gpu_family(f)->name, ran[f], fitted[f]);
     printf("\n");
     return failures ? 1 : 0;
 }

@@ -10,6 +10,11 @@
  * poisoned (all bits set: NaN in every dtype) before each block. A barrier that some
  * threads skip is reported. Blocks (a 3D grid) run one after another.
  *
+ * Shared memory is exactly the launch's size, bounded: even blocks get it flush
+ * against an inaccessible page above, odd blocks flush against one below, so an
+ * access past either end faults (reported, exit status 1), and the few bytes between
+ * it and the page on its other side hold canaries checked after each block.
+ *
  * Include this first, then src/cuda/gpu_kernels.cuh.
  */
 #ifndef DWCONV_GPU_EMULATE_H
@@ -51,10 +56,19 @@ unsigned char *gpu_emulated_shared();
 
 /* Runs one launch to completion: body is the kernel called with its arguments (any
  * kernel, any argument struct: [&] { kernel(args); }). Returns 0, or -1 after
- * printing why (a barrier not reached by every thread of a block, or no ucontext on
- * this platform). */
+ * printing why (a barrier not reached by every thread of a block, a write beside the
+ * shared memory, or no ucontext on this platform). An access to inaccessible memory
+ * (beyond the shared memory, or a buffer the caller guarded with
+ * gpu_emulate_guarded) ends the process with a message and exit status 1. */
 int gpu_emulate_launch(const std::function<void()> &body, const int64_t grid[3], int threads,
                        size_t smem);
+
+/* Host memory for a buffer of `bytes` that starts `offset` bytes (< 16) past a 16-byte
+ * boundary and ends at most 15 bytes before an inaccessible page; `before` bytes
+ * below it are accessible too (guard bytes the caller may fill and check). Freed by
+ * gpu_emulate_unguard. NULL if the system refuses. */
+void *gpu_emulate_guarded(size_t bytes, size_t offset, size_t before);
+void gpu_emulate_unguard(void *p);
 
 /* The forward kernels' launch. */
 static inline int gpu_emulate(gpu_kernel_fn kernel, const int64_t grid[3], int threads,

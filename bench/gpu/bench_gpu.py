@@ -12,74 +12,17 @@ once. Every dwconv result is compared with PyTorch (close) and, bit for bit, wit
 dwconv's cpu backend (the oracle) on the same inputs.
 """
 import argparse
-import ctypes
 import json
 import math
-import os
-import statistics
-import subprocess
 import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
-F32, F16, BF16 = 0, 1, 2
-NCL, NLC = 0, 1
-EXPLICIT, SAME, CAUSAL = 0, 1, 2
-ACT_NONE, ACT_RELU, ACT_SILU = 0, 1, 2
-CPU, CUDA = 1, 2
-TORCH_DTYPE = {F32: torch.float32, F16: torch.float16, BF16: torch.bfloat16}
-DTYPE_NAME = {F32: "f32", F16: "f16", BF16: "bf16"}
-
-
-class Desc(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_int64) for n in (
-        "batch", "channels", "length", "kernel_size", "stride", "dilation", "pad_left",
-        "pad_right")] + [(n, ctypes.c_int) for n in (
-            "padding", "padding_mode", "layout", "dtype", "weight_dtype", "activation")]
-
-
-def load_library(build):
-    os.environ.setdefault("DWCONV_MODULE_PATH", os.path.join(build, "src/.libs/dwconv"))
-    lib = ctypes.CDLL(os.path.join(build, "src/.libs/libdwconv.so"))
-    p, i, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
-    sig = {
-        "dwconv_desc_init": (i, [ctypes.POINTER(Desc), i64, i64, i64, i64]),
-        "dwconv_desc_resolve": (i, [ctypes.POINTER(Desc), p, p, ctypes.POINTER(i64)]),
-        "dwconv_context_create": (i, [ctypes.POINTER(p), i, i]),
-        "dwconv_context_destroy": (i, [p]),
-        "dwconv_context_set_stream": (i, [p, p]),
-        "dwconv_forward": (i, [p, ctypes.POINTER(Desc), p, p, p, p]),
-        "dwconv_last_error": (ctypes.c_char_p, []),
-    }
-    for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
-
-
-class Dwconv:
-    """A dwconv context of one backend; forward() takes torch tensors."""
-
-    def __init__(self, lib, backend, kernel="auto"):
-        self.lib = lib
-        os.environ["DWCONV_GPU_KERNEL"] = kernel
-        self.ctx = ctypes.c_void_p()
-        self.check(lib.dwconv_context_create(ctypes.byref(self.ctx), backend, 0), "context")
-        del os.environ["DWCONV_GPU_KERNEL"]
-
-    def check(self, status, what):
-        if status != 0:
-            raise RuntimeError(f"{what}: {self.lib.dwconv_last_error().decode()}")
-
-    def set_stream(self, stream):
-        self.check(self.lib.dwconv_context_set_stream(self.ctx, stream), "set_stream")
-
-    def forward(self, desc, x, w, b, y):
-        self.check(self.lib.dwconv_forward(self.ctx, ctypes.byref(desc), x.data_ptr(), w.data_ptr(),
-                                           b.data_ptr() if b is not None else None, y.data_ptr()),
-                   "forward")
+from dwconv_ctypes import (ACT_NONE, ACT_SILU, BF16, CAUSAL, CPU, CUDA, DTYPE_NAME,
+                           EXPLICIT, F16, F32, NCL, NLC, SAME, TORCH_DTYPE, ZEROS, Dwconv,
+                           load_library, make_desc, median_ms, pads, peak_fp32_tflops,
+                           torch_conv)
 
 
 class Case:
@@ -90,24 +33,11 @@ class Case:
         del self.__dict__["self"]
 
     def desc(self, lib):
-        d = Desc()
-        lib.dwconv_desc_init(ctypes.byref(d), self.B, self.C, self.L, self.K)
-        d.stride, d.dilation, d.padding = self.stride, self.dilation, self.padding
-        if self.pad is not None:
-            d.pad_left, d.pad_right = self.pad
-        d.layout, d.dtype, d.weight_dtype, d.activation = self.layout, self.dtype, self.dtype, self.act
-        out = ctypes.c_int64()
-        if lib.dwconv_desc_resolve(ctypes.byref(d), None, None, ctypes.byref(out)) != 0:
-            raise RuntimeError(f"{self.name}: {lib.dwconv_last_error().decode()}")
-        return d, out.value
+        return make_desc(lib, self.B, self.C, self.L, self.K, self.stride, self.dilation,
+                         self.pad, self.padding, ZEROS, self.layout, self.dtype, self.act)
 
     def pads(self):
-        span = self.dilation * (self.K - 1)
-        if self.padding == CAUSAL:
-            return span, 0
-        if self.padding == SAME:
-            return span // 2, span - span // 2
-        return self.pad if self.pad is not None else (0, 0)
+        return pads(self.K, self.stride, self.dilation, self.padding, self.pad)
 
 
 REF = dict(B=32, C=512, L=8192, K=3, pad=(1, 1))
@@ -137,50 +67,11 @@ CASES = [
 ]
 
 
-def median_ms(fn, inputs, reps, warmup=3):
-    """Median of CUDA-event times of fn(inputs[i % n]) on the current stream. A GPU sleep
-    before each start event keeps the device busy while the host enqueues, so host-side
-    call overhead never shows up as idle time between the events."""
-    for i in range(warmup):
-        fn(inputs[i % len(inputs)])
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(reps)]
-    for i, (start, stop) in enumerate(events):
-        torch.cuda._sleep(200_000)
-        start.record()
-        fn(inputs[i % len(inputs)])
-        stop.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
-
-
-def torch_conv(case, x, w, b, L_out):
-    xin = x.transpose(1, 2) if case.layout == NLC else x
+def conv(case, x, w, b, L_out):
+    """PyTorch's result for case (x in the case's layout)."""
     left, right = case.pads()
-    if left != right:  # causal: pad both sides by the larger, drop the extra outputs
-        pad = max(left, right)
-        y = F.conv1d(xin, w.unsqueeze(1), b, case.stride, pad, case.dilation, case.C)
-        start = (pad - left) // case.stride
-        y = y[..., start:start + L_out]
-    else:
-        y = F.conv1d(xin, w.unsqueeze(1), b, case.stride, left, case.dilation, case.C)
-    if case.act == ACT_SILU:
-        y = F.silu(y)
-    elif case.act == ACT_RELU:
-        y = F.relu(y)
-    return y
-
-
-def peak_fp32_tflops():
-    """2 flops x 128 FP32 lanes x SMs x the maximum SM clock (nvidia-smi)."""
-    try:
-        mhz = float(subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm",
-                                    "--format=csv,noheader,nounits"], capture_output=True,
-                                   text=True, check=True).stdout.split()[0])
-    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
-        mhz = 1980.0
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    return 2 * 128 * sms * mhz * 1e6 / 1e12, mhz
+    return torch_conv(x.transpose(1, 2) if case.layout == NLC else x, w, b, case.stride,
+                      case.dilation, left, right, ZEROS, case.act, L_out)
 
 
 def run_case(case, lib, gpu, forced, cpu, args, l2_bytes):
@@ -210,7 +101,7 @@ def run_case(case, lib, gpu, forced, cpu, args, l2_bytes):
     r["kernel_ms"] = {name: median_ms(lambda x: ctx.forward(desc, x, w, b, y), xs, max(5, args.reps // 3))
                       for name, ctx in forced.items()}
     r["generic_ms"] = r["kernel_ms"]["generic"]
-    r["torch_ms"] = median_ms(lambda x: torch_conv(case, x, w, b, L_out), xs, max(5, args.reps // 3))
+    r["torch_ms"] = median_ms(lambda x: conv(case, x, w, b, L_out), xs, max(5, args.reps // 3))
     r["fraction"] = r["copy_ms"] / r["dwconv_ms"]
     r["dwconv_tb_s"] = r["bytes"] / r["dwconv_ms"] / 1e9
     r["copy_tb_s"] = r["bytes"] / r["copy_ms"] / 1e9
@@ -220,7 +111,7 @@ def run_case(case, lib, gpu, forced, cpu, args, l2_bytes):
     # correctness on the last input set: PyTorch (close), the cpu backend (bit for bit)
     y.fill_(float("nan"))
     gpu.forward(desc, xs[-1], w, b, y)
-    ref = torch_conv(case, xs[-1], w, b, L_out)
+    ref = conv(case, xs[-1], w, b, L_out)
     got = y.transpose(1, 2) if case.layout == NLC else y
     err = ((got.float() - ref.float()).norm() / ref.float().norm()).item()
     r["torch_rel_err"] = err
@@ -233,15 +124,20 @@ def run_case(case, lib, gpu, forced, cpu, args, l2_bytes):
         ibits = torch.int32 if esize == 4 else torch.int16
         r["bitwise_cpu"] = bool(torch.equal(y.cpu().view(ibits), yh.view(ibits)))
     if case.kind == "small":  # what a call costs the host, beyond the kernel
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(1000):
-            gpu.forward(desc, xs[0], w, b, y)
-        r["host_us_per_call"] = (time.perf_counter() - t0) * 1e3
-        torch.cuda.synchronize()
+        plan = gpu.plan(desc)
+        for name, call in (("host_us_per_call", lambda: gpu.forward(desc, xs[0], w, b, y)),
+                           ("plan_host_us_per_call", lambda: plan.forward(xs[0], w, b, y)),
+                           ("ctypes_us_per_call", lambda: gpu.lib.dwconv_last_error())):
+            call()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(1000):
+                call()
+            r[name] = (time.perf_counter() - t0) * 1e3
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(200):
-            gpu.forward(desc, xs[0], w, b, y)
+            plan.forward(xs[0], w, b, y)
             torch.cuda.synchronize()
         r["roundtrip_us"] = (time.perf_counter() - t0) / 200 * 1e6
     return r
@@ -266,8 +162,10 @@ def markdown(results, device, peak, mhz, command):
         elif r["kind"] == "fma":
             target = f"{r['tflops']:.1f} TFLOP/s = {r['tflops'] / peak:.2f} of FP32 peak"
         elif r["kind"] == "small":
-            target = (f"host {r['host_us_per_call']:.1f} µs/call, round trip "
-                      f"{r['roundtrip_us']:.1f} µs")
+            target = (f"host µs/call: plan {r['plan_host_us_per_call']:.1f} "
+                      f"({'met' if r['plan_host_us_per_call'] <= 3 else 'MISSED'} <= 3), "
+                      f"dwconv_forward {r['host_us_per_call']:.1f}, a bare ctypes call "
+                      f"{r['ctypes_us_per_call']:.1f}; round trip {r['roundtrip_us']:.1f} µs")
         checks = ("bitwise=cpu" if r.get("bitwise_cpu") else "BITWISE DIFF" if "bitwise_cpu" in r
                   else "no oracle") + (", torch close" if r["torch_close"] else ", TORCH DIFF")
         lines.append(

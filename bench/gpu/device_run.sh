@@ -1,19 +1,22 @@
 #!/bin/sh
 # Everything one GPU-machine call does, in a dwconv build tree (the device tool's
 # .device/remote runs it after building): the GPU suite, the conversion proof, the
-# bench, compute-sanitizer on the quick suite, and Nsight Compute's view of chosen
-# cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check conv silu bench
-# sanitize ncu" (default: all but silu; sanitize needs check first). silu: the GPU silu
+# bench, the shape sweep, compute-sanitizer on the quick suite, and Nsight Compute's
+# view of chosen cases. Outputs go to $OUT (default /tmp/out). Steps: any of "check
+# conv silu bench sweep sanitize ncu" (default: all but silu). silu: the GPU silu
 # against the scalar one for every float, the reciprocal for every divisor, and its
-# timing against 0.1's (bench/gpu/silu_exhaustive.cu; about a minute). Knobs, so that a call
-# fits its time and the device tool's 8 returned files:
+# timing against 0.1's (bench/gpu/silu_exhaustive.cu; about a minute). Knobs, so that a
+# call fits its time and the device tool's 8 returned files:
 #   CHECK_TESTS      default "check_gpu check_gpu_emulated"
 #   CHECK_TIMEOUT    seconds per test, default 240
 #   SANITIZE_TOOLS   default "memcheck racecheck"; SANITIZE_TIMEOUT default 150
-#   BENCH_KERNELS    kernels the bench also times forced (default generic)
+#   BENCH_KERNELS    kernel families the bench also times forced (default generic)
+#   BENCH_CASES      bench cases to run (default all), e.g. "small_1x512x8192 ref_bf16"
+#   SWEEP_ARGS       extra arguments of sweep.py (e.g. "--count 200 --no-torch");
+#                    SWEEP_TIMEOUT seconds, default 480
 #   NCU_CASES        the bench cases ncu profiles
 OUT=${OUT:-/tmp/out}
-steps=${*:-check conv bench sanitize ncu}
+steps=${*:-check conv bench sweep sanitize ncu}
 src=$(pwd)
 log() { echo "== $* ($(date +%T))"; }
 for step in $steps; do
@@ -42,8 +45,17 @@ for step in $steps; do
   bench)
     log "bench"
     PYTHONUNBUFFERED=1 python3 "$src/bench/gpu/bench_gpu.py" --json "$OUT/bench.json" \
-      --markdown "$OUT/bench.md" --kernels "${BENCH_KERNELS:-generic}" ;;
+      --markdown "$OUT/bench.md" --kernels "${BENCH_KERNELS:-generic}" \
+      $(for c in $BENCH_CASES; do echo --case "$c"; done) ;;
+  sweep)
+    log "shape sweep"
+    # shellcheck disable=SC2086 # SWEEP_ARGS is a list of arguments
+    PYTHONUNBUFFERED=1 timeout "${SWEEP_TIMEOUT:-480}" python3 "$src/bench/gpu/sweep.py" \
+      --json "$OUT/sweep.json" --markdown "$OUT/sweep.md" $SWEEP_ARGS >"$OUT/sweep.txt" 2>&1
+    echo "sweep: exit $?"; tail -n 12 "$OUT/sweep.txt" ;;
   sanitize)
+    [ -x tests/check_gpu ] || make -j"$(nproc)" tests/check_gpu >"$OUT/check_build.txt" 2>&1 ||
+      tail -n 20 "$OUT/check_build.txt"
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
       log "compute-sanitizer $tool (quick suite)"
       DWCONV_TEST_QUICK=1 DWCONV_MODULE_PATH="$src/src/.libs/dwconv" timeout "${SANITIZE_TIMEOUT:-150}" \

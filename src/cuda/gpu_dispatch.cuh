@@ -1,58 +1,119 @@
 /*
- * From (kernel, dtype, weight dtype, K) to the one template instance that runs it:
- * the module launches the pointer this returns, the tests' CPU emulator calls it.
+ * From (family, dtype, weight dtype, K, ...) to the one template instance that runs it:
+ * the module launches the pointer this returns, the tests' CPU emulator calls it. Each
+ * family of the registry (gpu_families.h) has a gpu_<name>_kernels struct here whose
+ * instance<XT, WT>(a) returns its instance for a, or NULL where it has none (never
+ * where the family applies: the tests run every family over its whole range).
  */
 #ifndef DWCONV_GPU_DISPATCH_CUH
 #define DWCONV_GPU_DISPATCH_CUH
 
+#include <stddef.h>
+
+#include "gpu_kernel_generic.cuh"
+#include "gpu_kernel_ncl_lattice.cuh"
+#include "gpu_kernel_ncl_lean.cuh"
+#include "gpu_kernel_ncl_tile.cuh"
+#include "gpu_kernel_nlc.cuh"
+#include "gpu_kernel_nlc_column.cuh"
+#include "gpu_kernel_nlc_slide.cuh"
 #include "gpu_launch.cuh"
 
-/* The instance of a kernel templated on <XT, WT, K> for K = 1 .. 8 (larger K: 8; the
- * launch rules never choose these kernels for K above 8). */
-#define GPU_BY_K(kernel, K)                                                                  \
-    switch (K) {                                                                              \
-    case 1: return kernel<XT, WT, 1>;                                                         \
-    case 2: return kernel<XT, WT, 2>;                                                         \
-    case 3: return kernel<XT, WT, 3>;                                                         \
-    case 4: return kernel<XT, WT, 4>;                                                         \
-    case 5: return kernel<XT, WT, 5>;                                                         \
-    case 6: return kernel<XT, WT, 6>;                                                         \
-    case 7: return kernel<XT, WT, 7>;                                                         \
-    default: return kernel<XT, WT, 8>;                                                        \
+/* F's instance for a run-time k in [1, K] (F::at<XT, WT, k>), NULL outside: the
+ * family's K range (its registry entry) is the one place that says which exist. */
+template <class F, int XT, int WT, int K> struct gpu_k_instance {
+    static gpu_kernel_fn get(int64_t k) {
+        return k == K ? F::template at<XT, WT, K>() : gpu_k_instance<F, XT, WT, K - 1>::get(k);
     }
+};
+template <class F, int XT, int WT> struct gpu_k_instance<F, XT, WT, 0> {
+    static gpu_kernel_fn get(int64_t) { return NULL; }
+};
 
-/* The lean kernel's strided and dilated instances (gpu_lean_applies), then K <= 8. */
-template <int XT, int WT> static gpu_kernel_fn gpu_lean_instance(const gpu_conv_args *a) {
-    if (a->stride == 2) return dwconv_ncl_lean_kernel<XT, WT, 3, 2, 1>;
-    if (a->dilation == 2) return dwconv_ncl_lean_kernel<XT, WT, 3, 1, 2>;
-    if (a->dilation == 4) return dwconv_ncl_lean_kernel<XT, WT, 3, 1, 4>;
-    GPU_BY_K(dwconv_ncl_lean_kernel, a->kernel_size)
-}
-
-template <int XT, int WT> static gpu_kernel_fn gpu_typed_instance(int kernel, const gpu_conv_args *a) {
-    const int64_t K = a->kernel_size;
-    switch (kernel) {
-    case GPU_KERNEL_NCL_VECTOR: GPU_BY_K(dwconv_ncl_vector_kernel, K)
-    case GPU_KERNEL_NCL_LEAN: return gpu_lean_instance<XT, WT>(a);
-    case GPU_KERNEL_NLC_SLIDE: GPU_BY_K(dwconv_nlc_slide_kernel, K)
-    case GPU_KERNEL_NCL_TILE: return dwconv_ncl_tile_kernel<XT, WT>;
-    case GPU_KERNEL_NCL_LATTICE: return dwconv_ncl_lattice_kernel<XT, WT>;
-    case GPU_KERNEL_NLC: return dwconv_nlc_kernel<XT, WT>;
-    default: return dwconv_generic_kernel;
+struct gpu_generic_kernels {
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
+        return dwconv_generic_kernel; /* reads the dtypes at run time */
     }
-}
+};
 
-/* The weight dtype is f32 or the dtype itself (the core has checked). */
-static gpu_kernel_fn gpu_kernel_instance(const gpu_conv_args *a, int kernel) {
+/* lean's instances: one row per block, or (short rows, a->row_threads below the
+ * block) several. */
+template <bool ROWS> struct gpu_lean_rows {
+    template <int XT, int WT, int K> static gpu_kernel_fn at() {
+        return dwconv_ncl_lean_kernel<XT, WT, K, 1, 1, ROWS>;
+    }
+};
+
+struct gpu_lean_kernels {
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
+        const bool rows = a->row_threads < GPU_LEAN_MIN_THREADS;
+        if (a->stride == 1 && a->dilation == 1)
+            return rows ? gpu_k_instance<gpu_lean_rows<true>, XT, WT, GPU_LEAN_MAX_K>::get(a->kernel_size)
+                        : gpu_k_instance<gpu_lean_rows<false>, XT, WT, GPU_LEAN_MAX_K>::get(a->kernel_size);
+#define GPU_LEAN_INSTANCE(k, s, d)                                                  \
+    if (a->kernel_size == (k) && a->stride == (s) && a->dilation == (d))            \
+        return rows ? dwconv_ncl_lean_kernel<XT, WT, k, s, d, true>                  \
+                    : dwconv_ncl_lean_kernel<XT, WT, k, s, d, false>;
+        GPU_LEAN_STEPPED(GPU_LEAN_INSTANCE)
+#undef GPU_LEAN_INSTANCE
+        return NULL;
+    }
+};
+
+struct gpu_tile_kernels {
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
+        return dwconv_ncl_tile_kernel<XT, WT>;
+    }
+};
+
+struct gpu_lattice_kernels {
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
+        return dwconv_ncl_lattice_kernel<XT, WT>;
+    }
+};
+
+struct gpu_nlc_kernels {
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
+        return dwconv_nlc_kernel<XT, WT>;
+    }
+};
+
+struct gpu_slide_kernels {
+    template <int XT, int WT, int K> static gpu_kernel_fn at() { return dwconv_nlc_slide_kernel<XT, WT, K>; }
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
+        return gpu_k_instance<gpu_slide_kernels, XT, WT, GPU_SLIDE_MAX_K>::get(a->kernel_size);
+    }
+};
+
+struct gpu_column_kernels {
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
+        return dwconv_nlc_column_kernel<XT, WT>;
+    }
+};
+
+/* F's instance for a's dtypes: the weight dtype is f32 or the dtype itself (the core
+ * has checked). */
+template <class F> static gpu_kernel_fn gpu_typed_instance(const gpu_conv_args *a) {
     const int same = a->weight_dtype == a->dtype;
     switch (a->dtype) {
     case DWCONV_F16:
-        return same ? gpu_typed_instance<DWCONV_F16, DWCONV_F16>(kernel, a)
-                    : gpu_typed_instance<DWCONV_F16, DWCONV_F32>(kernel, a);
+        return same ? F::template instance<DWCONV_F16, DWCONV_F16>(a)
+                    : F::template instance<DWCONV_F16, DWCONV_F32>(a);
     case DWCONV_BF16:
-        return same ? gpu_typed_instance<DWCONV_BF16, DWCONV_BF16>(kernel, a)
-                    : gpu_typed_instance<DWCONV_BF16, DWCONV_F32>(kernel, a);
-    default: return gpu_typed_instance<DWCONV_F32, DWCONV_F32>(kernel, a);
+        return same ? F::template instance<DWCONV_BF16, DWCONV_BF16>(a)
+                    : F::template instance<DWCONV_BF16, DWCONV_F32>(a);
+    default: return F::template instance<DWCONV_F32, DWCONV_F32>(a);
+    }
+}
+
+/* Family f's instance for a (NULL if it has none). */
+static gpu_kernel_fn gpu_family_instance(int f, const gpu_conv_args *a) {
+    switch (f) {
+#define GPU_INSTANCE_CASE(id, name, layout, k_min, k_max) \
+    case GPU_FAMILY_##id: return gpu_typed_instance<gpu_##name##_kernels>(a);
+        GPU_FORWARD_FAMILIES(GPU_INSTANCE_CASE)
+#undef GPU_INSTANCE_CASE
+    default: return NULL;
     }
 }
 

@@ -1,12 +1,13 @@
 /*
- * NCL, K >= 9, dilation a multiple of stride: the arithmetic-bound kernel. With
- * m = dilation / stride, output o = phase + m * j reads positions
- *     (phase + m*j)*stride - pad + k*dilation = phase*stride - pad + dilation*(j + k),
- * so within one phase the convolution is a plain stride-1, dilation-1 one over the
- * lattice Q[n] = xp[phase*stride - pad + dilation*(j0 + n)]. A block takes one phase
- * of a row: it stages GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs' lattice as f32
- * into shared memory, and each thread computes GPU_LATTICE_RUN consecutive j with a
- * register window that slides over GPU_LATTICE_CHUNK taps at a time: per chunk eight
+ * Channel-first (positions adjacent; rows anywhere), K >= GPU_LATTICE_MIN_K, dilation
+ * equal to the stride: the arithmetic-bound kernel. Output o reads positions
+ *     o*stride - pad + k*dilation = dilation*(o + k) - pad,
+ * a plain stride-1, dilation-1 convolution over the lattice Q[n] = xp[dilation*n - pad].
+ * A block walks consecutive tiles of GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs of a
+ * row; it stages a tile's lattice as f32 into shared memory (the next tile's new points
+ * in flight during this tile's sums, the points two tiles share kept), and each thread
+ * computes GPU_LATTICE_RUN consecutive j with a register window that slides over
+ * GPU_LATTICE_CHUNK taps at a time: per chunk eight
  * 16-byte shared loads of x and four of weights feed 256 fmas, so the FMA pipe, not
  * shared memory, is the limit. Each output's fmas still run k = 0, 1, ... in order.
  *
@@ -16,30 +17,8 @@
 #ifndef DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
 #define DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
 
-#include "gpu_args.cuh"
 #include "gpu_elements.cuh"
-
-#define GPU_LATTICE_THREADS 128
-#define GPU_LATTICE_RUN 16  /* consecutive outputs of a phase per thread */
-#define GPU_LATTICE_CHUNK 16 /* taps per register window */
-#define GPU_LATTICE_MIN_K 9
-#define GPU_LATTICE_STAGE_BATCH 16 /* loads in flight per thread while staging */
-
-static __host__ __device__ inline int64_t gpu_lattice_slot(int64_t n) { return n + 4 * (n >> 5); }
-
-/* Lattice points a tile stages (taps padded to whole chunks), and the bytes of shared
- * memory for them plus the weights. */
-static __host__ __device__ inline int64_t gpu_lattice_points(int64_t K) {
-    const int64_t Kpad = (K + GPU_LATTICE_CHUNK - 1) / GPU_LATTICE_CHUNK * GPU_LATTICE_CHUNK;
-    return (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN + Kpad;
-}
-static __host__ __device__ inline int64_t gpu_lattice_weights_offset(int64_t K) {
-    return (gpu_lattice_slot(gpu_lattice_points(K)) + 4) * 4;
-}
-static __host__ __device__ inline int64_t gpu_lattice_smem(int64_t K) {
-    return gpu_lattice_weights_offset(K) +
-           (K + GPU_LATTICE_CHUNK - 1) / GPU_LATTICE_CHUNK * GPU_LATTICE_CHUNK * 4;
-}
+#include "gpu_families.h"
 
 /* Q[n] = f32 of padded position p0 + dilation * n, n < points, into slot(n). */
 template <int XT>
@@ -70,6 +49,31 @@ static __device__ __forceinline__ void gpu_lattice_stage(float *q, const typenam
 #pragma unroll
         for (int u = 0; u < B; u++)
             if (n0 + u * T < points) q[gpu_lattice_slot(n0 + u * T)] = v[u];
+    }
+}
+
+/* The next tile's new points, in flight while this tile is computed: v[u] = Q[n] for
+ * n = first + tid + u * T below count (Q[n] = f32 of padded position p0 + dilation * n;
+ * the others are never read by a stored output). */
+template <int XT>
+static __device__ __forceinline__ void gpu_lattice_fetch(float *v, const typename gpu_elem<XT>::raw *xrow,
+                                                         int64_t L, int mode, int64_t p0,
+                                                         int64_t dilation, int64_t first,
+                                                         int64_t count, int tid) {
+    const int T = GPU_LATTICE_THREADS;
+    if (p0 + dilation * first >= 0 && p0 + dilation * (count - 1) < L) { /* no padding */
+#pragma unroll
+        for (int u = 0; u < GPU_LATTICE_RUN; u++) {
+            const int64_t n = first + tid + u * T;
+            v[u] = n < count ? gpu_elem<XT>::widen(xrow[p0 + dilation * n]) : 0.0f;
+        }
+        return;
+    }
+#pragma unroll
+    for (int u = 0; u < GPU_LATTICE_RUN; u++) {
+        const int64_t n = first + tid + u * T;
+        v[u] = n < count ? gpu_elem<XT>::widen(gpu_padded_raw<XT>(xrow, L, mode, p0 + dilation * n))
+                         : 0.0f;
     }
 }
 
@@ -109,56 +113,75 @@ template <int XT, int WT>
 __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
-    const int T = GPU_LATTICE_THREADS, R = GPU_LATTICE_RUN;
+    const int T = GPU_LATTICE_THREADS, R = GPU_LATTICE_RUN, TILE = T * R;
     const int V = gpu_vec_width<XT>::value;
     const int tid = threadIdx.x, base = tid * R;
-    const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size, m = a.phases;
-    const int64_t points = gpu_lattice_points(K);
+    const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size, D = a.dilation;
+    const int64_t taps = gpu_lattice_taps(K), points = TILE + taps;
+    /* consecutive tiles share `taps` points: the next one keeps them and loads only TILE
+     * new ones, in flight during this tile's sums (when the shared points do not
+     * overlap the new ones' places: taps <= TILE) */
+    const bool carry = taps <= TILE;
     float *q = (float *)gpu_shared_base();
     float *ws = (float *)(gpu_shared_base() + gpu_lattice_weights_offset(K));
+    const int64_t t_begin = (int64_t)blockIdx.x * a.tiles_per_block;
+    const int64_t t_end = gpu_min64(t_begin + a.tiles_per_block, a.tiles_per_row);
 
-    /* x: tile and phase, phase fastest, so that blocks of neighbouring phases read the
-     * same sectors together; y: channels; z: batch (each strided) */
-    const int64_t jt = blockIdx.x / (uint32_t)m, phase = blockIdx.x - jt * m;
-    const int64_t count = (L_out - phase + m - 1) / m; /* outputs of this phase */
+    /* x: chunks of tiles along the row, y: channels, z: batch (each strided) */
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y) {
-            const int64_t row = b * a.channels + c;
-            /* with one phase, runs start on y's 16-byte boundaries */
-            const int hy = m == 1 ? gpu_misalignment<XT>(a.y, row * L_out) : 0;
-            const int64_t j0 = jt * T * R - hy;
-            if (j0 >= count) continue; /* the same for the whole block */
+            const int64_t xoff = b * a.x_stride[0] + c * a.x_stride[1];
+            const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
+            const raw *xrow = (const raw *)a.x + xoff;
+            /* runs start on y's 16-byte boundaries */
+            const int hy = gpu_misalignment<XT>(a.y, yoff);
+            if (t_begin * TILE - hy >= L_out) continue; /* the same for the whole block */
 
             __syncthreads(); /* the previous row's reads are done */
-            /* only what existing outputs read; later points only feed unstored sums */
-            gpu_lattice_stage<XT>(q, (const raw *)a.x + row * L, L, a.padding_mode,
-                                  phase * a.stride - a.pad_left + a.dilation * j0, a.dilation,
-                                  gpu_min64(points, count - j0 + K - 1), tid);
-            for (int64_t k = tid; k < points - T * R; k += T)
+            for (int64_t k = tid; k < taps; k += T)
                 ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+            /* the first tile's points: only what existing outputs read; later points only
+             * feed unstored sums */
+            int64_t j0 = t_begin * TILE - hy;
+            gpu_lattice_stage<XT>(q, xrow, L, a.padding_mode, D * j0 - a.pad_left, D,
+                                  gpu_min64(points, L_out - j0 + K - 1), tid);
             __syncthreads();
+            for (int64_t t = t_begin; t < t_end && j0 < L_out; t++, j0 += TILE) {
+                const int64_t j1 = j0 + TILE; /* the next tile */
+                const bool next = t + 1 < t_end && j1 < L_out;
+                float v[R];
+                if (next && carry)
+                    gpu_lattice_fetch<XT>(v, xrow, L, a.padding_mode, D * j1 - a.pad_left, D, taps,
+                                          gpu_min64(points, L_out - j1 + K - 1), tid);
 
-            float acc[R];
+                float acc[R];
 #pragma unroll
-            for (int i = 0; i < R; i++) acc[i] = bias;
-            gpu_lattice_sums(q, ws, base, (int)K, acc);
-            gpu_activate_all<R>(a.activation, acc);
+                for (int i = 0; i < R; i++) acc[i] = bias;
+                gpu_lattice_sums(q, ws, base, (int)K, acc);
+                gpu_activate_all<R>(a.activation, acc);
 
-            const int64_t jr = j0 + base; /* this thread's first j */
-            const int64_t first = gpu_max64(0, -jr), last = gpu_min64(R, count - jr);
-            if (m == 1) { /* consecutive outputs: whole aligned vectors where possible */
+                /* consecutive outputs: whole aligned vectors where possible */
+                const int64_t jr = j0 + base; /* this thread's first output */
+                const int64_t first = gpu_max64(0, -jr), last = gpu_min64(R, L_out - jr);
 #pragma unroll
                 for (int s = 0; s < R / V; s++)
                     if (s * V + V > first && s * V < last)
-                        gpu_store_vector<XT>(a.y, row * L_out + jr + s * V, acc + s * V,
+                        gpu_store_vector<XT>(a.y, yoff + jr + s * V, acc + s * V,
                                              (int)gpu_max64(first - s * V, 0),
                                              (int)gpu_min64(last - s * V, V));
-            } else {
-                raw *yrow = (raw *)a.y + row * L_out;
+                if (!next) continue;
+                __syncthreads(); /* this tile's reads are done */
+                if (carry) {
+                    for (int64_t n = tid; n < taps; n += T) q[gpu_lattice_slot(n)] = q[gpu_lattice_slot(TILE + n)];
+                    __syncthreads(); /* the shared points are read before they are overwritten */
 #pragma unroll
-                for (int i = 0; i < R; i++)
-                    if (i >= first && i < last) yrow[phase + m * (jr + i)] = gpu_elem<XT>::narrow(acc[i]);
+                    for (int u = 0; u < R; u++) q[gpu_lattice_slot(taps + tid + u * T)] = v[u];
+                } else {
+                    gpu_lattice_stage<XT>(q, xrow, L, a.padding_mode, D * j1 - a.pad_left, D,
+                                          gpu_min64(points, L_out - j1 + K - 1), tid);
+                }
+                __syncthreads();
             }
         }
 }

@@ -1,9 +1,10 @@
 /*
- * NCL, small K, a compile-time stride S and dilation D (S = D = 1 for K <= 8; a few
- * strided or dilated K = 3 instances, gpu_lean_applies): the vector kernel's case in
- * fewer instructions per output, which 2-byte dtypes need (an SM must produce twice
- * as many of their outputs per clock as f32 ones, and the vector kernel's element-wise
- * staging and window bookkeeping do not shrink with the element).
+ * Channel-first (positions adjacent; rows anywhere), small K, a compile-time stride S
+ * and dilation D (S = D = 1 for K <= GPU_LEAN_MAX_K; a few strided or dilated K = 3
+ * instances, GPU_LEAN_STEPPED): the bandwidth-bound common case (the reference
+ * problem, causal and "same" convolutions) in few instructions per output, which
+ * 2-byte dtypes need (an SM must produce twice as many of their outputs per clock as
+ * f32 ones).
  *
  * A block computes one tile of GPU_LEAN_VPT * blockDim.x output vectors of one (b, c)
  * row. Its threads load the tile's x vectors (16-byte aligned in x; S per output
@@ -13,43 +14,30 @@
  * shared loads) and takes the taps out of registers at compile-time offsets: the
  * window's offset m inside its first vector is the same for a whole row, so one
  * chain of uniform branches per output vector picks the instance for it. Weights live
- * in registers; bias, activation and rounding end in one 16-byte store (tiles start
- * on y's vector boundaries, as in the vector kernel). Only vectors that cross a row's
- * ends load element by element, with the padding mode.
+ * in registers; bias, activation and rounding end in one 16-byte store: tiles start
+ * where y's 16-byte vectors start, so every whole output vector is stored aligned
+ * whatever the row length, strides or the pointer's offset. Only vectors that cross a
+ * row's ends load element by element, with the padding mode. The row starts (b * batch
+ * stride + c * channel stride) may be anywhere: m and the first tile are per row.
  *
- * Grid: x = tiles along the row, y = channels, z = batch (each strided).
+ * Short rows (ROWS): a block holds several rows, a.row_threads threads each (at least
+ * GPU_LEAN_ROW_THREADS, more than a halo's vectors), one tile per row.
+ *
+ * Grid: x = tiles along the row, y = channels (groups of rows with ROWS), z = batch
+ * (each strided).
  */
 #ifndef DWCONV_GPU_KERNEL_NCL_LEAN_CUH
 #define DWCONV_GPU_KERNEL_NCL_LEAN_CUH
 
-#include "gpu_args.cuh"
 #include "gpu_elements.cuh"
+#include "gpu_families.h"
 
-#define GPU_LEAN_MAX_THREADS 256
-#define GPU_LEAN_MAX_K 8
-#define GPU_LEAN_VPT 4 /* output vectors per thread */
 /* Blocks per SM the register budget aims at: 5 (48 registers) where that costs no
  * spills (ptxas -v), else 4; stride 2 keeps twice the loads in flight: 3. */
 #define GPU_LEAN_MIN_BLOCKS(K, S, D) ((S) > 1 ? 3 : (D) == 1 && (K) <= 5 ? 5 : 4)
-
-/* The strided or dilated instances, besides stride 1, dilation 1, K <= 8. */
-static __host__ __device__ inline int gpu_lean_applies(int64_t K, int64_t S, int64_t D) {
-    if (S == 1 && D == 1) return K <= GPU_LEAN_MAX_K;
-    return K == 3 && ((S == 2 && D == 1) || (S == 1 && (D == 2 || D == 4)));
-}
-
-/* x vectors one output vector's window touches when it starts at element m. */
-static __host__ __device__ inline int gpu_lean_reads(int width, int m, int64_t K, int64_t S,
-                                                     int64_t D) {
-    return (int)((m + (width - 1) * S + (K - 1) * D) / width + 1);
-}
-
-/* x vectors a tile of `threads` threads stages: output vector j reads from x vector
- * j * S on. */
-static __host__ __device__ inline int64_t gpu_lean_staged(int threads, int width, int64_t K,
-                                                          int64_t S, int64_t D) {
-    return ((int64_t)threads * GPU_LEAN_VPT - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
-}
+/* Short rows' blocks (GPU_LEAN_ROWS_BLOCK threads): 64 registers, which their
+ * per-group indexing needs to spill no more than one row per block does. */
+#define GPU_LEAN_ROWS_MIN_BLOCKS 8
 
 /* x vector at row positions [p, p + V): whole when inside the row, else element by
  * element as the padding mode reads them. */
@@ -117,37 +105,50 @@ static __device__ __forceinline__ void gpu_lean_output(const uint4 *xs, int m, i
     gpu_store_vector<XT>(yrow, os, out, os < 0 ? (int)-os : 0, L_out - os < V ? (int)(L_out - os) : V);
 }
 
-template <int XT, int WT, int K, int S = 1, int D = 1>
-__global__ __launch_bounds__(GPU_LEAN_MAX_THREADS, GPU_LEAN_MIN_BLOCKS(K, S, D)) void dwconv_ncl_lean_kernel(gpu_conv_args a) {
+/* ROWS: short rows, a.row_threads threads per row and blockDim.x / a.row_threads rows
+ * per block, one tile each (gpu_lean_geometry); else one row per block, walking its
+ * tiles. */
+template <int XT, int WT, int K, int S = 1, int D = 1, bool ROWS = false>
+__global__ __launch_bounds__(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_LEAN_MAX_THREADS,
+                             ROWS ? GPU_LEAN_ROWS_MIN_BLOCKS : GPU_LEAN_MIN_BLOCKS(K, S, D))
+void dwconv_ncl_lean_kernel(gpu_conv_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int V = gpu_vec_width<XT>::value;
-    const int T = blockDim.x, tid = threadIdx.x, vectors = T * GPU_LEAN_VPT;
-    uint4 *xs = (uint4 *)gpu_shared_base(); /* the tile's x vectors */
+    const int T = ROWS ? a.row_threads : blockDim.x, RB = ROWS ? blockDim.x / T : 1;
+    const int tid = ROWS ? threadIdx.x % T : threadIdx.x, group = ROWS ? threadIdx.x / T : 0;
+    const int vectors = T * GPU_LEAN_VPT;
+    /* the tile's x vectors (a group's own part of them with ROWS) */
+    uint4 *xs = (uint4 *)gpu_shared_base() + (ROWS ? group * gpu_lean_staged(T, V, K, S, D) : 0);
     const int64_t L = a.length, L_out = a.output_length;
     const int64_t tile_outputs = (int64_t)vectors * V;
     bool first = true;
 
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
-        for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y) {
-            const int64_t row = b * a.channels + c;
-            const raw *xrow = (const raw *)a.x + row * L;
-            raw *yrow = (raw *)a.y + row * L_out;
+        for (int64_t cg = blockIdx.y; cg * RB < a.channels; cg += gridDim.y) {
+            const bool row = !ROWS || cg * RB + group < a.channels; /* a group past C idles */
+            const int64_t c = row ? cg * RB + group : a.channels - 1;
+            const int64_t xoff = b * a.x_stride[0] + c * a.x_stride[1];
+            const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
+            const raw *xrow = (const raw *)a.x + xoff;
+            raw *yrow = (raw *)a.y + yoff;
             float w[K];
 #pragma unroll
             for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
             /* tiles start on y's vector boundaries; x's vectors lie m elements earlier
              * than the tiles' windows, the same m for every tile of the row */
-            const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, row * L_out);
-            const int m = gpu_misalignment<XT>(a.x, row * L + o_first * S - a.pad_left);
+            const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, yoff);
+            const int m = gpu_misalignment<XT>(a.x, xoff + o_first * S - a.pad_left);
             for (int64_t t = blockIdx.x; t < a.tiles_per_row; t += gridDim.x) {
                 const int64_t o0 = o_first + t * tile_outputs;
-                if (o0 >= L_out) break; /* the same for the whole block */
+                if (!ROWS && o0 >= L_out) break; /* the same for the whole block */
+                const bool active = row && o0 < L_out; /* with ROWS: one tile, o0 <= 0 */
                 const int64_t x0 = o0 * S - a.pad_left - m; /* row position of x vector 0 */
                 /* x vectors the tile's existing outputs read */
-                const int needed = (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S +
-                                          (K - 1) * D + m) / V) + 1;
+                const int needed = active ? (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S +
+                                                   (K - 1) * D + m) / V) + 1
+                                          : 0;
                 if (!first) __syncthreads(); /* the previous tile's reads are done */
                 first = false;
                 /* S vectors per output vector, all in flight at once, then the halo
@@ -166,8 +167,9 @@ __global__ __launch_bounds__(GPU_LEAN_MAX_THREADS, GPU_LEAN_MIN_BLOCKS(K, S, D))
                 for (int i = 0; i < S * GPU_LEAN_VPT; i++)
                     if (tid + i * T < needed) xs[tid + i * T] = own[i];
                 __syncthreads();
-                for (int i = 0; i < GPU_LEAN_VPT; i++) /* left to the compiler: a large body */
-                    gpu_lean_output<XT, K, S, D>(xs, m, tid + i * T, w, bias, a.activation, yrow, o0, L_out);
+                if (active)
+                    for (int i = 0; i < GPU_LEAN_VPT; i++) /* left to the compiler: a large body */
+                        gpu_lean_output<XT, K, S, D>(xs, m, tid + i * T, w, bias, a.activation, yrow, o0, L_out);
             }
         }
 }

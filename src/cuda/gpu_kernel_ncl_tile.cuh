@@ -1,6 +1,7 @@
 /*
- * NCL, any stride, dilation, K and padding: the general tiled kernel for what the
- * vector and lattice kernels do not take (strided or dilated small K, mostly). A
+ * Channel-first (positions adjacent; rows anywhere), any stride, dilation, K and
+ * padding: the general tiled kernel for what lean and lattice do not take (strided or
+ * dilated K, mostly). A
  * block walks up to tiles_per_block tiles of GPU_TILE_OUTPUTS * blockDim.x
  * consecutive outputs of one row, staging each tile's x window into shared memory
  * (gpu_window.cuh, the next tile's loads in flight during the current tile's sums)
@@ -13,16 +14,8 @@
 #ifndef DWCONV_GPU_KERNEL_NCL_TILE_CUH
 #define DWCONV_GPU_KERNEL_NCL_TILE_CUH
 
-#include "gpu_args.cuh"
+#include "gpu_families.h"
 #include "gpu_window.cuh"
-
-#define GPU_TILE_MAX_THREADS 256
-#define GPU_TILE_OUTPUTS 8 /* per thread */
-
-/* Byte offset of the f32 weights behind a window of `window` raw elements. */
-static __host__ __device__ inline int64_t gpu_tile_weights_offset(int64_t window, int xsize) {
-    return (window * xsize + 15) / 16 * 16;
-}
 
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kernel(gpu_conv_args a) {
@@ -40,8 +33,8 @@ __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
 
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y) {
-            const int64_t row = b * a.channels + c;
-            const raw *xrow = (const raw *)a.x + row * L;
+            const raw *xrow = (const raw *)a.x + b * a.x_stride[0] + c * a.x_stride[1];
+            raw *yrow = (raw *)a.y + b * a.y_stride[0] + c * a.y_stride[1];
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
             /* a tile stages only what its existing outputs read (the last tile of a row) */
 #define GPU_TILE_WINDOW(o0) \
@@ -75,7 +68,6 @@ __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
                         acc[i] = DWCONV_FMAF(gpu_elem<XT>::widen(xs[base + i * T * S]), wk, acc[i]);
                 }
                 gpu_activate_all<R>(a.activation, acc);
-                raw *yrow = (raw *)a.y + row * L_out;
 #pragma unroll
                 for (int i = 0; i < R; i++) {
                     const int64_t o = o0 + tid + (int64_t)i * T;

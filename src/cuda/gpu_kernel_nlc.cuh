@@ -1,31 +1,22 @@
 /*
- * NLC (channel-last), any option. A thread owns one 16-byte vector of consecutive
- * channels and GPU_NLC_RUN(XT) consecutive output positions; a warp's loads and stores
+ * Channel-last (channels adjacent; positions and batch entries anywhere), any option.
+ * A thread owns one 16-byte vector of consecutive channels and gpu_nlc_run(V)
+ * consecutive output positions; a warp's loads and stores
  * are whole 16-byte vectors side by side along the channels, so every access is
  * coalesced. Taps re-read rows the same thread (or its block) read a moment before,
  * from L1. The weights of the block's channels are staged transposed, as f32, in
  * shared memory, GPU_NLC_TAPS taps at a time, so one 16-byte shared load serves a
  * tap of a whole channel vector.
  *
- * When C is not a multiple of the vector width or a pointer is not on a 16-byte
- * boundary (vector_x / vector_y false), the same code loads and stores element by
- * element instead.
+ * Where a channel vector is partial (C not a multiple of the vector width) or the
+ * positions do not all start on 16-byte boundaries (vector_x / vector_y false), the
+ * same code loads and stores element by element instead.
  */
 #ifndef DWCONV_GPU_KERNEL_NLC_CUH
 #define DWCONV_GPU_KERNEL_NLC_CUH
 
-#include "gpu_args.cuh"
 #include "gpu_elements.cuh"
-
-#define GPU_NLC_THREADS 128
-#define GPU_NLC_TAPS 16 /* taps of weights staged at once */
-#define GPU_NLC_PREFETCH 64 /* rows of a tile prefetched into L1 at most */
-/* positions per thread: 32 accumulators whatever the dtype */
-#define GPU_NLC_RUN(XT) (32 / gpu_vec_width<XT>::value)
-
-static __host__ __device__ inline int64_t gpu_nlc_smem(int channel_threads, int width) {
-    return (int64_t)GPU_NLC_TAPS * channel_threads * width * 4;
-}
+#include "gpu_families.h"
 
 /* One channel vector of x at element offset at (channels c .. c+V-1, of which
  * `valid` exist), widened; zeros past the valid ones. */
@@ -56,21 +47,21 @@ static __device__ __forceinline__ void gpu_nlc_stage_weights(float *ws, const vo
 }
 
 /* Starts moving into L1 the rows [first_pos, first_pos + rows) of this thread's
- * channel vector: the taps then find them there instead of missing one tap after
- * another. */
+ * channel vector (rows `step` elements apart): the taps then find them there instead
+ * of missing one tap after another. */
 template <int XT>
 static __device__ __forceinline__ void gpu_nlc_prefetch(const typename gpu_elem<XT>::raw *xb,
-                                                        int64_t L, int64_t C, int64_t c,
+                                                        int64_t L, int64_t step, int64_t c,
                                                         int64_t first_pos, int64_t rows) {
     for (int64_t j = gpu_max64(0, -first_pos); j < rows && first_pos + j < L; j++)
-        gpu_prefetch_l1(xb + (first_pos + j) * C + c);
+        gpu_prefetch_l1(xb + (first_pos + j) * step + c);
 }
 
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_args a) {
     typedef typename gpu_elem<WT>::raw wraw;
     typedef typename gpu_elem<XT>::raw raw;
-    const int V = gpu_vec_width<XT>::value, R = GPU_NLC_RUN(XT);
+    const int V = gpu_vec_width<XT>::value, R = GPU_NLC_ACCUMULATORS / V;
     const int TC = a.channel_threads, TR = GPU_NLC_THREADS / TC;
     const int tid = threadIdx.x, cx = tid % TC, ry = tid / TC;
     const int64_t C = a.channels, L = a.length, L_out = a.output_length, K = a.kernel_size;
@@ -86,16 +77,17 @@ __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_ar
         for (int64_t cb = blockIdx.y; cb < channel_blocks; cb += gridDim.y) {
             const int64_t cblock = cb * bc, c = cblock + (int64_t)cx * V;
             const int valid = (int)gpu_max64(0, gpu_min64(V, C - c));
-            const raw *xb = (const raw *)a.x + b * L * C;
+            const raw *xb = (const raw *)a.x + b * a.x_stride[0];
+            const int64_t xstep = a.x_stride[2], ystep = a.y_stride[2]; /* between positions */
             int64_t staged = -1; /* first tap of the weights in ws */
             /* rows a tile's taps read, at most GPU_NLC_PREFETCH of them ahead */
             const int64_t rows = gpu_min64((R - 1) * S + (K - 1) * D + 1, GPU_NLC_PREFETCH);
-            if (valid) gpu_nlc_prefetch<XT>(xb, L, C, c, (pt_begin * TR + ry) * R * S - a.pad_left, rows);
+            if (valid) gpu_nlc_prefetch<XT>(xb, L, xstep, c, (pt_begin * TR + ry) * R * S - a.pad_left, rows);
             for (int64_t pt = pt_begin; pt < pt_end; pt++) {
                 const int64_t ob = (pt * TR + ry) * R; /* first output position */
                 const int64_t first_pos = ob * S - a.pad_left;
                 if (valid && pt + 1 < pt_end) /* the next tile's rows, during this one */
-                    gpu_nlc_prefetch<XT>(xb, L, C, c, first_pos + TR * R * S, rows);
+                    gpu_nlc_prefetch<XT>(xb, L, xstep, c, first_pos + TR * R * S, rows);
                 const int interior = first_pos >= 0 && (ob + R - 1) * S + (K - 1) * D - a.pad_left < L;
                 float acc[R][V];
 #pragma unroll
@@ -130,7 +122,7 @@ __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_ar
                                 pos = dwconv_source_index(a.padding_mode, pos, L);
                                 if (pos >= L) pos = -1;
                             }
-                            gpu_nlc_load<XT>(xb, pos * C + c, pos >= 0 ? valid : 0, a.vector_x, xv[r]);
+                            gpu_nlc_load<XT>(xb, pos * xstep + c, pos >= 0 ? valid : 0, a.vector_x, xv[r]);
                         }
 #pragma unroll
                         for (int r = 0; r < R; r++)
@@ -144,7 +136,7 @@ __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_ar
                     if (ob + r >= L_out) break;
                     float *out = acc[r];
                     gpu_activate_all<V>(a.activation, out);
-                    const int64_t at = (b * L_out + ob + r) * C + c;
+                    const int64_t at = b * a.y_stride[0] + (ob + r) * ystep + c;
                     if (a.vector_y) gpu_store_vector<XT>(a.y, at, out, 0, valid);
                     else gpu_store_elements<XT>(a.y, at, out, 0, valid);
                 }

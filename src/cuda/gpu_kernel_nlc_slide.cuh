@@ -1,16 +1,18 @@
 /*
- * NLC (channel-last), stride 1, dilation 1, K <= GPU_SLIDE_MAX_K: a sliding window in
- * registers. A thread owns one 16-byte vector of consecutive channels and a run of
- * a.steps * GPU_SLIDE_STEP(V, K) consecutive output positions; it keeps the last K - 1
- * input rows of its channels in registers and, per step, loads the next
+ * Channel-last (channels adjacent; positions and batch entries anywhere), stride 1,
+ * dilation 1, K <= GPU_SLIDE_MAX_K: a sliding window in registers. A thread owns one
+ * 16-byte vector of consecutive channels and a run of a.steps * GPU_SLIDE_STEP(V, K)
+ * consecutive output positions; it keeps the last K - 1 input rows of its channels in
+ * registers and, per step, loads the next
  * GPU_SLIDE_STEP rows (all in flight at once), so each x vector is read from memory
  * about once (the K - 1 rows before a run twice). The K weights of its channels live
  * in registers as f32. A warp's loads and stores are whole 16-byte vectors side by
  * side along the channels.
  *
- * When C is not a multiple of the vector width or a pointer is not on a 16-byte
- * boundary (vector_x / vector_y false), the same code loads and stores element by
- * element instead; rows outside [0, L) read what the padding mode reads.
+ * Where a channel vector is partial (C not a multiple of the vector width) or the
+ * positions do not all start on 16-byte boundaries (vector_x / vector_y false), the
+ * same code loads and stores element by element instead; rows outside [0, L) read
+ * what the padding mode reads.
  *
  * Grid: x = position tiles (a.channel_threads threads across channel vectors times
  * GPU_SLIDE_THREADS / a.channel_threads runs), y = channel blocks, z = batch (each
@@ -19,20 +21,14 @@
 #ifndef DWCONV_GPU_KERNEL_NLC_SLIDE_CUH
 #define DWCONV_GPU_KERNEL_NLC_SLIDE_CUH
 
-#include "gpu_args.cuh"
 #include "gpu_elements.cuh"
+#include "gpu_families.h"
 
-#define GPU_SLIDE_THREADS 128
-#define GPU_SLIDE_MAX_K 8
-
-/* Rows loaded per step, all in flight at once: 8, or 4 for 2-byte dtypes with K > 4
- * (whose 8 * K f32 weights leave too few registers for 8 rows). */
-#define GPU_SLIDE_STEP(width, K) ((width) == 4 || (K) <= 4 ? 8 : 4)
-
-/* Row pos of this thread's channels (c .. c + valid - 1 at xb), padded. */
+/* Row pos of this thread's channels (c .. c + valid - 1 at xb; rows `step` elements
+ * apart), padded. */
 template <int XT>
 static __device__ __forceinline__ uint4 gpu_slide_load(const typename gpu_elem<XT>::raw *xb,
-                                                       int64_t L, int64_t C, int mode, int64_t pos,
+                                                       int64_t L, int64_t step, int mode, int64_t pos,
                                                        int valid, int vector) {
     typedef typename gpu_elem<XT>::raw raw;
     const int V = gpu_vec_width<XT>::value;
@@ -40,10 +36,10 @@ static __device__ __forceinline__ uint4 gpu_slide_load(const typename gpu_elem<X
         pos = dwconv_source_index(mode, pos, L);
         if (pos < 0 || pos >= L) valid = 0; /* a zero of the padding */
     }
-    if (vector && valid == V) return gpu_load16(xb + pos * C);
+    if (vector && valid == V) return gpu_load16(xb + pos * step);
     raw e[V];
 #pragma unroll
-    for (int j = 0; j < V; j++) e[j] = j < valid ? xb[pos * C + j] : (raw)0;
+    for (int j = 0; j < V; j++) e[j] = j < valid ? xb[pos * step + j] : (raw)0;
     return gpu_vec_pack<XT>(e);
 }
 
@@ -99,8 +95,9 @@ __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
             const int64_t c = (cb * TC + cx) * V;
             const int valid = (int)gpu_max64(0, gpu_min64(V, C - c));
             if (valid == 0) continue; /* no barriers in this kernel */
-            const raw *xb = (const raw *)a.x + b * L * C + c;
-            raw *yb = (raw *)a.y + b * L_out * C + c;
+            const raw *xb = (const raw *)a.x + b * a.x_stride[0] + c;
+            raw *yb = (raw *)a.y + b * a.y_stride[0] + c;
+            const int64_t xstep = a.x_stride[2], ystep = a.y_stride[2]; /* between positions */
             float w[K][V], bias[V];
             gpu_slide_weights<WT, V, K>(a, c, valid, w, bias);
             for (int64_t pt = blockIdx.x; pt < a.tiles_per_row; pt += gridDim.x) {
@@ -110,19 +107,19 @@ __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
                 uint4 win[K - 1 + P]; /* rows p .. p + K - 2 + P of the current step */
 #pragma unroll
                 for (int k = 0; k < K - 1; k++)
-                    win[k] = gpu_slide_load<XT>(xb, L, C, a.padding_mode, p0 + k, valid, a.vector_x);
+                    win[k] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p0 + k, valid, a.vector_x);
 #pragma unroll 1
                 for (int64_t s = 0; s < a.steps; s++) {
                     const int64_t ob = o_begin + s * P, p = p0 + s * P;
                     if (ob >= L_out) break;
                     if (a.vector_x && valid == V && p >= 0 && p + K - 1 + P <= L) {
-                        const raw *at = xb + (p + K - 1) * C;
+                        const raw *at = xb + (p + K - 1) * xstep;
 #pragma unroll
-                        for (int r = 0; r < P; r++) win[K - 1 + r] = gpu_load16(at + r * C);
+                        for (int r = 0; r < P; r++) win[K - 1 + r] = gpu_load16(at + r * xstep);
                     } else {
 #pragma unroll
                         for (int r = 0; r < P; r++)
-                            win[K - 1 + r] = gpu_slide_load<XT>(xb, L, C, a.padding_mode, p + K - 1 + r,
+                            win[K - 1 + r] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p + K - 1 + r,
                                                                 valid, a.vector_x);
                     }
 #pragma unroll
@@ -139,8 +136,8 @@ __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
                             out[i] = acc;
                         }
                         gpu_activate_all<V>(a.activation, out);
-                        if (a.vector_y) gpu_store_vector<XT>(yb, (ob + r) * C, out, 0, valid);
-                        else gpu_store_elements<XT>(yb, (ob + r) * C, out, 0, valid);
+                        if (a.vector_y) gpu_store_vector<XT>(yb, (ob + r) * ystep, out, 0, valid);
+                        else gpu_store_elements<XT>(yb, (ob + r) * ystep, out, 0, valid);
                     }
 #pragma unroll
                     for (int k = 0; k < K - 1; k++) win[k] = win[P + k];

@@ -11,14 +11,18 @@
  * kernels on the CPU in `make check`: keep compiler-specific code (intrinsics, inline
  * PTX) in gpu_portable.cuh, behind a plain fallback.
  *
+ *   gpu_families.h              the registry of the forward's families: traits, and
+ *                               when each applies (plain C: the tests read it too)
  *   gpu_kernel_generic.cuh      one thread per output, anything (the fallback)
- *   gpu_kernel_ncl_vector.cuh   NCL stride 1, dilation 1, K <= 8: 16-byte vectors
- *   gpu_kernel_ncl_lean.cuh     the same case in fewer instructions per output
- *   gpu_kernel_ncl_tile.cuh     NCL any stride/dilation/K: shared-memory tiles
- *   gpu_kernel_ncl_lattice.cuh  NCL K >= 9, dilation % stride == 0: FMA-bound blocking
- *   gpu_kernel_nlc.cuh          NLC anything: 16-byte vectors across channels
- *   gpu_kernel_nlc_slide.cuh    NLC stride 1, dilation 1, K <= 8: a window in registers
- *   gpu_launch.cuh              which kernel, and its geometry
+ *   gpu_kernel_ncl_lean.cuh     channel-first, small K: whole vectors, taps in registers
+ *   gpu_kernel_ncl_tile.cuh     channel-first, any stride/dilation/K: shared-memory tiles
+ *   gpu_kernel_ncl_lattice.cuh  channel-first, large K, dilation == stride: FMA-bound
+ *   gpu_kernel_nlc.cuh          channel-last, anything: 16-byte vectors across channels
+ *   gpu_kernel_nlc_slide.cuh    channel-last, stride 1, dilation 1, small K: a window
+ *                               of rows in registers
+ *   gpu_kernel_nlc_column.cuh   channel-last, stride 1, dilation 1, large K: one channel
+ *                               per thread, register-blocked over positions and taps
+ *   gpu_launch.cuh              which family, and its geometry
  *   gpu_dispatch.cuh            the template instance to launch
  */
 #ifndef DWCONV_GPU_KERNELS_CUH

@@ -8,6 +8,7 @@
 #include "dwconv_module.h"
 #include "gpu_kernels.cuh"
 #include "gpu_runtime.cuh"
+#include "gpu_pointers.cuh"
 
 
 static int gpu_device_count(char *msg) {
@@ -31,26 +32,26 @@ static dwconv_status gpu_device_name(int device, char *name, size_t size, char *
 
 #include "gpu_device_check.cuh"
 
-/* DWCONV_GPU_KERNEL=<one of gpu_kernel_names> forces a kernel wherever it
- * applies (tests run every kernel over the same descriptors; the bench compares). */
-static dwconv_status gpu_forced_kernel(int *kernel, char *msg) {
-    const char *name = getenv("DWCONV_GPU_KERNEL");
-    *kernel = GPU_KERNEL_AUTO;
+/* DWCONV_GPU_KERNEL=<a family of the registry, or auto> forces a forward family
+ * wherever it applies (tests run every family over the same descriptors; the bench
+ * compares); DWCONV_GPU_KERNEL_STRICT=1 makes a forced family that does not apply
+ * refuse the problem (UNSUPPORTED) instead of leaving it to the choice. */
+static dwconv_status gpu_forced_kernel(int *kernel, int *strict, char *msg) {
+    const char *name = getenv("DWCONV_GPU_KERNEL"), *s = getenv("DWCONV_GPU_KERNEL_STRICT");
+    *kernel = GPU_FAMILY_AUTO;
+    *strict = s && *s && strcmp(s, "0") != 0;
     if (!name || !*name) return DWCONV_SUCCESS;
-    for (int k = 0; k < GPU_KERNEL_COUNT; k++)
-        if (strcmp(name, gpu_kernel_names[k]) == 0) {
-            *kernel = k;
-            return DWCONV_SUCCESS;
-        }
+    if ((*kernel = gpu_family_by_name(name)) >= 0) return DWCONV_SUCCESS;
+    *kernel = GPU_FAMILY_AUTO;
     int n = snprintf(msg, DWCONV_MSG_SIZE, "DWCONV_GPU_KERNEL='%s' is not one of", name);
-    for (int k = 0; k < GPU_KERNEL_COUNT && n > 0 && n < DWCONV_MSG_SIZE; k++)
-        n += snprintf(msg + n, DWCONV_MSG_SIZE - n, "%s %s", k ? "," : "", gpu_kernel_names[k]);
+    for (int k = 0; k < GPU_FAMILY_COUNT && n > 0 && n < DWCONV_MSG_SIZE; k++)
+        n += snprintf(msg + n, DWCONV_MSG_SIZE - n, "%s %s", k ? "," : "", gpu_family(k)->name);
     return DWCONV_ERROR_INVALID_VALUE;
 }
 
 static dwconv_status gpu_context_create(int device, void **state, char *msg) {
-    int forced;
-    dwconv_status forced_status = gpu_forced_kernel(&forced, msg);
+    int forced, strict;
+    dwconv_status forced_status = gpu_forced_kernel(&forced, &strict, msg);
     if (forced_status != DWCONV_SUCCESS) return forced_status;
     gpu_state *s = (gpu_state *)calloc(1, sizeof *s);
     if (!s) {
@@ -59,6 +60,7 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     }
     s->device = device;
     s->forced_kernel = forced;
+    s->strict_kernel = strict;
     gpu_device_scope scope(device);
     cudaError_t err = scope.err;
     if (err == cudaSuccess) err = cudaEventCreate(&s->start);
@@ -105,12 +107,18 @@ static dwconv_status gpu_set_threads(void *state, int threads, char *msg) {
     return DWCONV_ERROR_UNSUPPORTED;
 }
 
+/* The runtime, and the forward's kernel families from the registry (the forced one
+ * marked). */
 static void gpu_describe(void *state, char *text, size_t size) {
-    (void)state;
+    const gpu_state *s = (const gpu_state *)state;
     int runtime = 0, driver = 0;
     (void)cudaRuntimeGetVersion(&runtime);
     (void)cudaDriverGetVersion(&driver);
-    snprintf(text, size, DWCONV_GPU_RUNTIME " runtime %d, driver %d", runtime, driver);
+    int n = snprintf(text, size, DWCONV_GPU_RUNTIME " runtime %d, driver %d; forward kernels:",
+                     runtime, driver);
+    for (int f = GPU_FAMILY_AUTO + 1; f < GPU_FAMILY_COUNT && n > 0 && (size_t)n < size; f++)
+        n += snprintf(text + n, size - n, " %s%s", gpu_family(f)->name,
+                      s && s->forced_kernel == f ? " (forced)" : "");
 }
 
 static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *msg) {
@@ -123,11 +131,13 @@ static dwconv_status gpu_mem_alloc(void *state, void **ptr, size_t bytes, char *
                  cudaGetErrorString(err));
         return err == cudaErrorMemoryAllocation ? DWCONV_ERROR_OUT_OF_MEMORY : DWCONV_ERROR_DEVICE;
     }
+    gpu_range_remember((gpu_state *)state, (uintptr_t)*ptr, bytes); /* its own: verified */
     return DWCONV_SUCCESS;
 }
 
 static dwconv_status gpu_mem_free(void *state, void *ptr, char *msg) {
     GPU_ON_DEVICE(scope, (gpu_state *)state, msg);
+    gpu_range_forget((gpu_state *)state, (uintptr_t)ptr);
     GPU_TRY(cudaFree(ptr), msg);
     return DWCONV_SUCCESS;
 }
@@ -172,45 +182,6 @@ static dwconv_status gpu_synchronize(void *state, char *msg) {
         return DWCONV_ERROR_INVALID_VALUE;
     }
     return DWCONV_SUCCESS;
-}
-
-/* Device memory of this context's device, or managed memory; the first and the
- * last byte are both checked, so a buffer that ends in another allocation or in
- * host memory is caught too. */
-static dwconv_status check_address(gpu_state *s, const void *p, const char *what,
-                                   const char *which, char *msg) {
-    cudaPointerAttributes attr;
-    memset(&attr, 0, sizeof attr);
-    cudaError_t err = cudaPointerGetAttributes(&attr, p);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(msg, DWCONV_MSG_SIZE, "%s: the %s byte is not memory the " DWCONV_GPU_RUNTIME
-                 " runtime knows (%s): allocate it with dwconv_malloc", what, which,
-                 cudaGetErrorString(err));
-        return DWCONV_ERROR_BAD_POINTER;
-    }
-    if (DWCONV_PTR_MANAGED(attr)) return DWCONV_SUCCESS;
-    switch (DWCONV_PTR_TYPE(attr)) {
-    case cudaMemoryTypeDevice:
-        if (attr.device == s->device) return DWCONV_SUCCESS;
-        snprintf(msg, DWCONV_MSG_SIZE, "%s is memory of device %d, but this context runs on "
-                 "device %d", what, attr.device, s->device);
-        return DWCONV_ERROR_BAD_POINTER;
-    default:
-        snprintf(msg, DWCONV_MSG_SIZE, "%s: the %s byte is host memory, not memory of device %d: "
-                 "allocate it with dwconv_malloc and copy with dwconv_copy_to_backend", what,
-                 which, s->device);
-        return DWCONV_ERROR_BAD_POINTER;
-    }
-}
-
-static dwconv_status gpu_check_pointer(void *state, const void *ptr, size_t bytes,
-                                       const char *what, char *msg) {
-    gpu_state *s = (gpu_state *)state;
-    dwconv_status st = check_address(s, ptr, what, "first", msg);
-    if (st == DWCONV_SUCCESS && bytes > 1)
-        st = check_address(s, (const char *)ptr + bytes - 1, what, "last", msg);
-    return st;
 }
 
 #include "gpu_op_backward.cuh"

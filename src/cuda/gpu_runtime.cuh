@@ -6,6 +6,7 @@
 #ifndef DWCONV_GPU_RUNTIME_CUH
 #define DWCONV_GPU_RUNTIME_CUH
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,12 +25,20 @@
 #define DWCONV_GPU_ARCHS "" /* unknown: every device is assumed to run the module */
 #endif
 
+/* Allocations a context has verified for check_pointer (gpu_pointers.cuh). */
+#define GPU_RANGE_CACHE 16
+typedef struct gpu_range {
+    uintptr_t base, end; /* [base, end); both 0: unused */
+} gpu_range;
+
 typedef struct gpu_state {
     int device;
     cudaStream_t stream; /* the caller's, or NULL: the legacy default stream */
     cudaEvent_t start, stop;
     int timing;
-    int forced_kernel; /* enum gpu_kernel_id, from DWCONV_GPU_KERNEL */
+    int forced_kernel; /* enum gpu_family_id, from DWCONV_GPU_KERNEL */
+    int strict_kernel; /* DWCONV_GPU_KERNEL_STRICT: a forced family that does not apply
+                          refuses the problem */
     /* Device scratch for reductions, grown by gpu_scratch and kept: after the first
      * call that needs it, no call allocates (CUDA graph capture stays legal). */
     void *scratch;
@@ -38,6 +47,8 @@ typedef struct gpu_state {
      * violation: host memory mapped into the device's address space, read (and
      * cleared) by synchronize once the stream's work is done. */
     dwconv_index_violation *violation;
+    gpu_range ranges[GPU_RANGE_CACHE];
+    int range_next; /* the slot the next verified allocation takes */
 } gpu_state;
 
 /* The stream the context's work goes to. */

@@ -17,9 +17,9 @@
 
 #include "gpu_elements.cuh"
 
-#define GPU_VECTOR_VPT 4 /* output vectors per thread per tile of the vector kernel */
-
-#define GPU_WINDOW_BATCH (GPU_VECTOR_VPT + 1) /* vectors per thread in flight ahead of use */
+/* Vectors per thread in flight ahead of use: a window of the tile kernel is about
+ * GPU_TILE_OUTPUTS * stride elements per thread, i.e. a few vectors. */
+#define GPU_WINDOW_BATCH 5
 
 /* One window: where its whole vectors are, and what is left to do element-wise.
  * Offsets inside the window are ints (a window fits in shared memory). */

@@ -1,0 +1,285 @@
+/*
+ * The forward's kernel families: the one registry (GPU_FORWARD_FAMILIES), each
+ * family's traits, and when each applies. Plain C that nvcc, hipcc, the tests' CPU
+ * emulator and the C tests all compile, so that the launch choice, DWCONV_GPU_KERNEL,
+ * `dwconv info` and both GPU test suites ask the same predicate
+ * (gpu_family_applies) and read the same constants; the kernels read their traits
+ * (threads, vectors per thread, shared-memory sizes) from here too.
+ *
+ * A family is found by its name in the registry: gpu_<name>_fits here (what it needs
+ * beyond its layout and K range), gpu_<name>_geometry in gpu_launch.cuh and
+ * gpu_<name>_kernels in gpu_dispatch.cuh (its template instances). Adding a family is
+ * one line in the registry plus those three.
+ */
+#ifndef DWCONV_GPU_FAMILIES_H
+#define DWCONV_GPU_FAMILIES_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "dwconv_module.h"
+#include "gpu_args.cuh"
+
+/* Helpers that host and device code both call. */
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(DWCONV_GPU_EMULATE_H)
+#define GPU_HD static __host__ __device__ inline
+#else
+#define GPU_HD static inline
+#endif
+
+/* Shared memory a block may use without opting in, on every GPU we build for. */
+#define GPU_SMEM_LIMIT (48 * 1024)
+/* Every fast kernel moves x and y in 16-byte vectors. */
+#define GPU_VECTOR_BYTES 16
+
+GPU_HD int gpu_dtype_size(int dtype) { return dtype == DWCONV_F32 ? 4 : 2; }
+/* Elements of a 16-byte vector. */
+GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_size(dtype); }
+
+/* ---- traits ----------------------------------------------------------------------- */
+
+/* generic: one output per thread. */
+#define GPU_GENERIC_THREADS 256
+
+/* lean (gpu_kernel_ncl_lean.cuh): channel-first, small K, a tile of GPU_LEAN_VPT
+ * output vectors per thread, x staged as whole vectors. */
+#define GPU_LEAN_MIN_THREADS 64 /* a multiple of every warp width */
+#define GPU_LEAN_MAX_THREADS 256
+#define GPU_LEAN_VPT 4 /* output vectors per thread */
+/* Short rows: blocks of GPU_LEAN_ROWS_BLOCK threads holding several rows, at least
+ * GPU_LEAN_ROW_THREADS threads each (more than the halo of every instance: at most 4
+ * vectors, K7 at dilation 2 in f32). */
+#define GPU_LEAN_ROWS_BLOCK 128
+#define GPU_LEAN_ROW_THREADS 8
+#define GPU_LEAN_MAX_K 8
+/* Its instances besides stride 1, dilation 1 (any K up to GPU_LEAN_MAX_K): X(K,
+ * stride, dilation); larger K at dilation 4 spill registers (ptxas -v). */
+#define GPU_LEAN_STEPPED(X) X(3, 2, 1) X(3, 1, 2) X(3, 1, 4) X(5, 1, 2) X(7, 1, 2)
+
+/* x vectors one output vector's window touches when it starts at element m. */
+GPU_HD int gpu_lean_reads(int width, int m, int64_t K, int64_t S, int64_t D) {
+    return (int)((m + (width - 1) * S + (K - 1) * D) / width + 1);
+}
+/* x vectors a tile of `threads` threads stages (output vector j reads from x vector
+ * j * S on); its shared memory is that many 16-byte vectors. */
+GPU_HD int64_t gpu_lean_staged(int threads, int width, int64_t K, int64_t S, int64_t D) {
+    return ((int64_t)threads * GPU_LEAN_VPT - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
+}
+GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64_t D) {
+    return gpu_lean_staged(threads, width, K, S, D) * GPU_VECTOR_BYTES;
+}
+
+/* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
+ * memory; GPU_TILE_OUTPUTS outputs per thread. */
+#define GPU_TILE_MIN_THREADS 64
+#define GPU_TILE_MAX_THREADS 256
+#define GPU_TILE_OUTPUTS 8
+
+/* Raw x elements the tile of `threads` threads stages. */
+GPU_HD int64_t gpu_tile_window(int threads, int64_t K, int64_t S, int64_t D) {
+    return ((int64_t)threads * GPU_TILE_OUTPUTS - 1) * S + (K - 1) * D + 1;
+}
+/* Byte offset of the f32 weights behind a window of `window` raw elements. */
+GPU_HD int64_t gpu_tile_weights_offset(int64_t window, int xsize) {
+    return (window * xsize + 15) / 16 * 16;
+}
+GPU_HD int64_t gpu_tile_smem(int64_t window, int xsize, int64_t K) {
+    return gpu_tile_weights_offset(window, xsize) + 4 * K;
+}
+
+/* lattice (gpu_kernel_ncl_lattice.cuh): channel-first, large K, dilation == stride:
+ * GPU_LATTICE_RUN consecutive outputs per thread, GPU_LATTICE_CHUNK taps per register
+ * window. */
+#define GPU_LATTICE_THREADS 128
+#define GPU_LATTICE_RUN 16
+#define GPU_LATTICE_CHUNK 16
+#define GPU_LATTICE_MIN_K 9
+#define GPU_LATTICE_STAGE_BATCH 16 /* loads in flight per thread while staging */
+
+/* Shared slot of lattice point n: 4 spare floats after every 32, so 16-byte loads stay
+ * aligned and the 8 threads of a quarter-warp, 16 floats apart, hit distinct banks. */
+GPU_HD int64_t gpu_lattice_slot(int64_t n) { return n + 4 * (n >> 5); }
+/* Lattice points a tile stages (taps padded to whole chunks). */
+GPU_HD int64_t gpu_lattice_taps(int64_t K) {
+    return (K + GPU_LATTICE_CHUNK - 1) / GPU_LATTICE_CHUNK * GPU_LATTICE_CHUNK;
+}
+GPU_HD int64_t gpu_lattice_points(int64_t K) {
+    return (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN + gpu_lattice_taps(K);
+}
+GPU_HD int64_t gpu_lattice_weights_offset(int64_t K) {
+    return (gpu_lattice_slot(gpu_lattice_points(K)) + 4) * 4;
+}
+GPU_HD int64_t gpu_lattice_smem(int64_t K) {
+    return gpu_lattice_weights_offset(K) + gpu_lattice_taps(K) * 4;
+}
+
+/* nlc (gpu_kernel_nlc.cuh): channel-last, anything: one channel vector and
+ * gpu_nlc_run positions per thread, weights staged GPU_NLC_TAPS taps at a time. */
+#define GPU_NLC_THREADS 128
+#define GPU_NLC_TAPS 16
+#define GPU_NLC_PREFETCH 64 /* rows of a tile prefetched into L1 at most */
+#define GPU_NLC_ACCUMULATORS 32 /* per thread, whatever the dtype */
+GPU_HD int gpu_nlc_run(int width) { return GPU_NLC_ACCUMULATORS / width; }
+GPU_HD int64_t gpu_nlc_smem(int channel_threads, int width) {
+    return (int64_t)GPU_NLC_TAPS * channel_threads * width * 4;
+}
+
+/* slide (gpu_kernel_nlc_slide.cuh): channel-last, stride 1, dilation 1, small K: a
+ * window of rows in registers. */
+#define GPU_SLIDE_THREADS 128
+#define GPU_SLIDE_MAX_K 8
+#define GPU_SLIDE_MAX_STEPS 16
+/* Rows loaded per step, all in flight at once: 8, or 4 for 2-byte dtypes with K > 4
+ * (whose 8 * K f32 weights leave too few registers for 8 rows). */
+#define GPU_SLIDE_STEP(width, K) ((width) == 4 || (K) <= 4 ? 8 : 4)
+
+/* column (gpu_kernel_nlc_column.cuh): channel-last, stride 1, dilation 1, large K: one
+ * channel and GPU_COLUMN_RUN positions per thread, a window of rows in registers that
+ * slides GPU_COLUMN_CHUNK taps at a time; weights staged GPU_COLUMN_STAGE taps at a time. */
+#define GPU_COLUMN_THREADS 128
+#define GPU_COLUMN_MIN_BLOCKS 4 /* at most 128 registers: the run, its window, the next rows */
+#define GPU_COLUMN_RUN 32
+#define GPU_COLUMN_CHUNK 8
+#define GPU_COLUMN_STAGE 64 /* a multiple of the chunk; 32 KiB for 128 channels */
+#define GPU_COLUMN_MIN_CHANNELS 32 /* channel threads of a block at least: whole warps */
+/* Taps staged at once. */
+GPU_HD int64_t gpu_column_stage(int64_t K) {
+    const int64_t taps = (K + GPU_COLUMN_CHUNK - 1) / GPU_COLUMN_CHUNK * GPU_COLUMN_CHUNK;
+    return taps < GPU_COLUMN_STAGE ? taps : GPU_COLUMN_STAGE;
+}
+GPU_HD int64_t gpu_column_smem(int channel_threads, int64_t K) {
+    return gpu_column_stage(K) * channel_threads * 4;
+}
+
+/* ---- when each family applies, beyond its layout and K range ------------------------ */
+
+static inline int gpu_generic_fits(const gpu_conv_args *a) {
+    (void)a;
+    return 1;
+}
+
+static inline int gpu_lean_fits(const gpu_conv_args *a) {
+    const int64_t K = a->kernel_size, S = a->stride, D = a->dilation;
+    if (S == 1 && D == 1) return 1;
+#define GPU_LEAN_IS(k, s, d) || (K == (k) && S == (s) && D == (d))
+    return 0 GPU_LEAN_STEPPED(GPU_LEAN_IS);
+#undef GPU_LEAN_IS
+}
+
+/* The smallest block's window fits shared memory. */
+static inline int gpu_tile_fits(const gpu_conv_args *a) {
+    const int64_t window =
+        gpu_tile_window(GPU_TILE_MIN_THREADS, a->kernel_size, a->stride, a->dilation);
+    return gpu_tile_smem(window, gpu_dtype_size(a->dtype), a->kernel_size) <= GPU_SMEM_LIMIT;
+}
+
+/* One phase: with dilation == stride, consecutive outputs read consecutive lattice
+ * points (bench/RESULTS-gpu.md, runs A and B: the multi-phase version gathered every
+ * dilation-th element per block and was L2-bound, slower than tile). */
+static inline int gpu_lattice_fits(const gpu_conv_args *a) {
+    return a->dilation == a->stride && gpu_lattice_smem(a->kernel_size) <= GPU_SMEM_LIMIT;
+}
+
+static inline int gpu_nlc_fits(const gpu_conv_args *a) {
+    (void)a;
+    return 1;
+}
+
+static inline int gpu_slide_fits(const gpu_conv_args *a) {
+    return a->stride == 1 && a->dilation == 1;
+}
+
+static inline int gpu_column_fits(const gpu_conv_args *a) {
+    return a->stride == 1 && a->dilation == 1;
+}
+
+/* ---- the registry ----------------------------------------------------------------- */
+
+/* Any layout class, mixed included. */
+#define GPU_ANY_LAYOUT 2
+
+/* X(ID, name, layout class, smallest K, largest K), in the order `dwconv info` and the
+ * tests list them. */
+#define GPU_FORWARD_FAMILIES(X)                                                       \
+    X(GENERIC, generic, GPU_ANY_LAYOUT, 1, INT64_MAX)                                 \
+    X(LEAN, lean, GPU_CHANNEL_FIRST, 1, GPU_LEAN_MAX_K)                               \
+    X(TILE, tile, GPU_CHANNEL_FIRST, 1, INT64_MAX)                                    \
+    X(LATTICE, lattice, GPU_CHANNEL_FIRST, GPU_LATTICE_MIN_K, INT64_MAX)              \
+    X(NLC, nlc, GPU_CHANNEL_LAST, 1, INT64_MAX)                                       \
+    X(SLIDE, slide, GPU_CHANNEL_LAST, 1, GPU_SLIDE_MAX_K)                             \
+    X(COLUMN, column, GPU_CHANNEL_LAST, 1, INT64_MAX)
+
+#define GPU_FAMILY_ENUM(id, name, layout, k_min, k_max) GPU_FAMILY_##id,
+enum gpu_family_id {
+    GPU_FAMILY_AUTO = 0, /* DWCONV_GPU_KERNEL=auto, or unset: the choice rule */
+    GPU_FORWARD_FAMILIES(GPU_FAMILY_ENUM) GPU_FAMILY_COUNT
+};
+#undef GPU_FAMILY_ENUM
+
+typedef struct gpu_family_rule {
+    const char *name;
+    int layout; /* enum gpu_layout_class, or GPU_ANY_LAYOUT */
+    int64_t k_min, k_max;
+    int (*fits)(const gpu_conv_args *a);
+} gpu_family_rule;
+
+/* Family f's entry (f in [0, GPU_FAMILY_COUNT); "auto" applies to nothing itself). */
+static inline const gpu_family_rule *gpu_family(int f) {
+#define GPU_FAMILY_RULE(id, name, layout, k_min, k_max) {#name, layout, k_min, k_max, gpu_##name##_fits},
+    static const gpu_family_rule rules[GPU_FAMILY_COUNT] = {
+        {"auto", GPU_ANY_LAYOUT, 1, 0, NULL}, GPU_FORWARD_FAMILIES(GPU_FAMILY_RULE)};
+#undef GPU_FAMILY_RULE
+    return &rules[f];
+}
+
+/* Whether family f can run a: the one predicate every chooser and test asks. */
+static inline int gpu_family_applies(int f, const gpu_conv_args *a) {
+    if (f <= GPU_FAMILY_AUTO || f >= GPU_FAMILY_COUNT) return 0;
+    const gpu_family_rule *r = gpu_family(f);
+    return (r->layout == GPU_ANY_LAYOUT || r->layout == a->layout) &&
+           a->kernel_size >= r->k_min && a->kernel_size <= r->k_max && r->fits(a);
+}
+
+/* The family named `name` ("auto" included), or -1. */
+static inline int gpu_family_by_name(const char *name) {
+    for (int f = 0; f < GPU_FAMILY_COUNT; f++)
+        if (strcmp(name, gpu_family(f)->name) == 0) return f;
+    return -1;
+}
+
+/* ---- a forward problem as the kernels see it ------------------------------------------ */
+
+/* Strides of a (B, C, n) operand with those of size-1 dimensions set to 0. */
+static inline void gpu_strides_of(const dwconv_operand *t, const int64_t size[3], int64_t *out) {
+    for (int i = 0; i < 3; i++) out[i] = size[i] == 1 ? 0 : t->stride[i];
+}
+
+/* The kernels' argument for a validated forward problem (geometry unset): positions
+ * adjacent in x and y make it channel-first, else channels adjacent channel-last,
+ * else mixed (a dimension of size 1 is adjacent whatever its stride). */
+static inline gpu_conv_args gpu_args_make(const dwconv_problem *p) {
+    const dwconv_desc *d = &p->desc;
+    const dwconv_operand *x = &p->operand[DWCONV_ROLE_X], *y = &p->operand[DWCONV_ROLE_Y];
+    gpu_conv_args a;
+    memset(&a, 0, sizeof a);
+    a.x = x->data, a.weight = p->operand[DWCONV_ROLE_WEIGHT].data;
+    a.bias = p->operand[DWCONV_ROLE_BIAS].data, a.y = y->data;
+    a.batch = d->batch, a.channels = d->channels, a.length = d->length;
+    a.kernel_size = d->kernel_size, a.stride = d->stride, a.dilation = d->dilation;
+    a.pad_left = d->pad_left, a.output_length = p->output_length;
+    a.dtype = d->dtype, a.weight_dtype = d->weight_dtype;
+    a.padding_mode = d->padding_mode, a.activation = d->activation;
+    const int64_t xsize[3] = {d->batch, d->channels, d->length};
+    const int64_t ysize[3] = {d->batch, d->channels, p->output_length};
+    gpu_strides_of(x, xsize, a.x_stride);
+    gpu_strides_of(y, ysize, a.y_stride);
+    if (a.x_stride[DWCONV_DIM_POSITION] <= 1 && a.y_stride[DWCONV_DIM_POSITION] <= 1)
+        a.layout = GPU_CHANNEL_FIRST;
+    else if (a.x_stride[DWCONV_DIM_CHANNEL] <= 1 && a.y_stride[DWCONV_DIM_CHANNEL] <= 1)
+        a.layout = GPU_CHANNEL_LAST;
+    else
+        a.layout = GPU_MIXED;
+    return a;
+}
+
+#endif /* DWCONV_GPU_FAMILIES_H */

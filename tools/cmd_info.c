@@ -2,24 +2,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cpu_features.h"
 #include "dwconv.h"
 #include "tool.h"
 
 static void cpu_features(void) {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    __builtin_cpu_init();
+#if defined(__x86_64__) || defined(__i386__)
+    dwconv_cpu_features f = dwconv_cpu_features_detect();
+    const struct { const char *name; int has; } shown[] = {
+        {"sse4.2", f.sse42},     {"avx2", f.avx2},         {"fma", f.fma},
+        {"f16c", f.f16c},        {"avx512f", f.avx512f},   {"avx512bw", f.avx512bw},
+        {"avx512vl", f.avx512vl}, {"avx512dq", f.avx512dq}, {"avx512bf16", f.avx512bf16},
+    };
     printf("  cpu features:");
-/* __builtin_cpu_supports takes only a string literal */
-#define SHOW_FEATURE(name) if (__builtin_cpu_supports(name)) printf(" %s", name)
-    SHOW_FEATURE("sse4.2");
-    SHOW_FEATURE("avx2");
-    SHOW_FEATURE("fma");
-    SHOW_FEATURE("f16c");
-    SHOW_FEATURE("avx512f");
-    SHOW_FEATURE("avx512bw");
-    SHOW_FEATURE("avx512vl");
-    SHOW_FEATURE("avx512bf16");
-#undef SHOW_FEATURE
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++)
+        if (shown[i].has) printf(" %s", shown[i].name);
     printf("\n");
 #endif
 }

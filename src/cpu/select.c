@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_features.h"
 #include "kernels.h"
 
 typedef struct flavour {
@@ -20,23 +21,15 @@ typedef struct flavour {
     const char *needs;                 /* for the message when it does not */
 } flavour;
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-/* __builtin_cpu_supports also checks that the OS saves the vector registers. */
+/* cpu_features.h also checks that the OS saves the vector registers. */
 static int has_avx512(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    dwconv_cpu_features f = dwconv_cpu_features_detect();
+    return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c;
 }
 static int has_avx2(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    dwconv_cpu_features f = dwconv_cpu_features_detect();
+    return f.avx2 && f.fma && f.f16c;
 }
-#else
-static int has_avx512(void) { return 0; }
-static int has_avx2(void) { return 0; }
-#endif
 static int has_nothing_special(void) { return 1; }
 
 /* best first: "auto" takes the first that is built and supported */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +44,27 @@ static int parse_named(const named *table, const char *flag, const char *text, i
     return 2;
 }
 
-static int parse_int64(const char *flag, const char *text, int64_t min, int64_t *value) {
+/* An integer in [min, max]: anything else (a sign where none fits, a value that an int
+ * field would truncate, trailing text) is a usage error, never a silent change. */
+static int parse_int64(const char *flag, const char *text, int64_t min, int64_t max,
+                       int64_t *value) {
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min) {
-        fprintf(stderr, "dwconv bench: --%s '%s' is not an integer >= %lld\n", flag, text,
-                (long long)min);
+    if (errno || end == text || *end || v < min || v > max) {
+        fprintf(stderr, "dwconv bench: --%s '%s' is not an integer from %lld to %lld\n", flag,
+                text, (long long)min, (long long)max);
         return 2;
     }
     *value = v;
     return 0;
+}
+
+static int parse_int(const char *flag, const char *text, int min, int *value) {
+    int64_t v;
+    int rc = parse_int64(flag, text, min, INT_MAX, &v);
+    if (rc == 0) *value = (int)v;
+    return rc;
 }
 
 static void usage(void) {
@@ -105,22 +116,23 @@ int bench_parse(int argc, char **argv, bench_options *o) {
     int64_t v;
     dwconv_desc *d = &o->desc;
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+    opterr = 0; /* getopt would name the program "bench": the messages below say "dwconv bench" */
+    while (rc == 0 && (c = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
         const char *flag = c >= OPT_BATCH && c <= OPT_HELP ? long_options[c - OPT_BATCH].name : "";
         int e = 0;
         switch (c) {
-        case OPT_BATCH: rc = parse_int64(flag, optarg, 1, &d->batch); break;
-        case OPT_CHANNELS: rc = parse_int64(flag, optarg, 1, &d->channels); break;
-        case OPT_LENGTH: rc = parse_int64(flag, optarg, 1, &d->length); break;
-        case OPT_KERNEL: rc = parse_int64(flag, optarg, 1, &d->kernel_size); break;
-        case OPT_STRIDE: rc = parse_int64(flag, optarg, 1, &d->stride); break;
-        case OPT_DILATION: rc = parse_int64(flag, optarg, 1, &d->dilation); break;
+        case OPT_BATCH: rc = parse_int64(flag, optarg, 1, INT64_MAX, &d->batch); break;
+        case OPT_CHANNELS: rc = parse_int64(flag, optarg, 1, INT64_MAX, &d->channels); break;
+        case OPT_LENGTH: rc = parse_int64(flag, optarg, 1, INT64_MAX, &d->length); break;
+        case OPT_KERNEL: rc = parse_int64(flag, optarg, 1, INT64_MAX, &d->kernel_size); break;
+        case OPT_STRIDE: rc = parse_int64(flag, optarg, 1, INT64_MAX, &d->stride); break;
+        case OPT_DILATION: rc = parse_int64(flag, optarg, 1, INT64_MAX, &d->dilation); break;
         case OPT_PAD:
-            rc = parse_int64(flag, optarg, 0, &d->pad_left);
+            rc = parse_int64(flag, optarg, 0, INT64_MAX, &d->pad_left);
             d->pad_right = d->pad_left, pads_given = 1;
             break;
-        case OPT_PAD_LEFT: rc = parse_int64(flag, optarg, 0, &d->pad_left), pads_given = 1; break;
-        case OPT_PAD_RIGHT: rc = parse_int64(flag, optarg, 0, &d->pad_right), pads_given = 1; break;
+        case OPT_PAD_LEFT: rc = parse_int64(flag, optarg, 0, INT64_MAX, &d->pad_left), pads_given = 1; break;
+        case OPT_PAD_RIGHT: rc = parse_int64(flag, optarg, 0, INT64_MAX, &d->pad_right), pads_given = 1; break;
         case OPT_PADDING: rc = parse_named(paddings, flag, optarg, &e), d->padding = e; break;
         case OPT_MODE: rc = parse_named(modes, flag, optarg, &e), d->padding_mode = e; break;
         case OPT_LAYOUT: rc = parse_named(layouts, flag, optarg, &e), d->layout = e; break;
@@ -137,15 +149,28 @@ int bench_parse(int argc, char **argv, bench_options *o) {
                 rc = 2;
             }
             break;
-        case OPT_DEVICE: rc = parse_int64(flag, optarg, 0, &v), o->device = (int)v; break;
-        case OPT_THREADS: rc = parse_int64(flag, optarg, 0, &v), o->threads = (int)v; break;
-        case OPT_REPEAT: rc = parse_int64(flag, optarg, 1, &v), o->repeat = (int)v; break;
-        case OPT_WARMUP: rc = parse_int64(flag, optarg, 0, &v), o->warmup = (int)v; break;
-        case OPT_SEED: rc = parse_int64(flag, optarg, 0, &v), o->seed = (uint64_t)v; break;
+        case OPT_DEVICE: rc = parse_int(flag, optarg, 0, &o->device); break;
+        case OPT_THREADS: rc = parse_int(flag, optarg, 0, &o->threads); break;
+        case OPT_REPEAT: rc = parse_int(flag, optarg, 1, &o->repeat); break;
+        case OPT_WARMUP: rc = parse_int(flag, optarg, 0, &o->warmup); break;
+        case OPT_SEED: rc = parse_int64(flag, optarg, 0, INT64_MAX, &v), o->seed = (uint64_t)v; break;
         case OPT_NO_CHECK: o->check = 0; break;
         case OPT_JSON: o->json = 1; break;
         case OPT_HELP: usage(); return 1;
-        default: rc = 2; break; /* getopt printed why */
+        case ':':
+            fprintf(stderr, "dwconv bench: --%s needs a value (see --help)\n",
+                    optopt >= OPT_BATCH && optopt <= OPT_HELP ? long_options[optopt - OPT_BATCH].name
+                                                              : "?");
+            rc = 2;
+            break;
+        default: /* '?': optopt is a short option's letter, 0 for a long option */
+            if (optopt > 0 && optopt < 256)
+                fprintf(stderr, "dwconv bench: unknown option '-%c' (see --help)\n", optopt);
+            else
+                fprintf(stderr, "dwconv bench: unknown or ambiguous option '%s' (see --help)\n",
+                        argv[optind - 1]);
+            rc = 2;
+            break;
         }
     }
     if (rc == 0 && optind < argc) {

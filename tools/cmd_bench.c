@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench_options.h"
+#include "json_out.h"
 #include "pair_timing.h"
 #include "tool.h"
 
@@ -117,13 +118,18 @@ static dwconv_status run_copy(void *arg) {
 static int setup(bench_run *r) {
     const dwconv_desc *d = &r->opt.desc;
     int64_t xn, yn, wn, bn;
+    /* The flags describe the problem and the thread count: refusals are usage errors (2). */
     if (dwconv_desc_resolve(d, &r->pad_left, &r->pad_right, &r->output_length) ||
-        dwconv_desc_sizes(d, &xn, &yn, &wn, &bn))
-        return fail(r, "invalid problem");
+        dwconv_desc_sizes(d, &xn, &yn, &wn, &bn)) {
+        fail(r, "invalid problem");
+        return 2;
+    }
     if (dwconv_context_create(&r->ctx, r->opt.backend, r->opt.device)) return fail(r, "backend");
     dwconv_context_backend(r->ctx, &r->backend);
-    if (r->opt.threads && dwconv_context_set_threads(r->ctx, r->opt.threads))
-        return fail(r, "--threads");
+    if (r->opt.threads && dwconv_context_set_threads(r->ctx, r->opt.threads)) {
+        fail(r, "--threads");
+        return 2;
+    }
     uint64_t seed = r->opt.seed;
     size_t es = dwconv_dtype_size(d->dtype), ws = dwconv_dtype_size(d->weight_dtype);
     if (make_tensor(r, &r->x, (size_t)xn * es, d->dtype, &seed, "x") ||
@@ -184,6 +190,39 @@ static int check(bench_run *r) {
     return rc;
 }
 
+/* One JSON object on one line: names and strings escaped, numbers that are not finite
+ * (a NaN error, a zero time) written as null. */
+static void report_json(const bench_run *r, const pair_timing *t, double bytes, double gbs,
+                        double copy_gbs, const char *device) {
+    const dwconv_desc *d = &r->opt.desc;
+    printf("{\"backend\": ");
+    json_string(stdout, dwconv_backend_name(r->backend));
+    printf(", \"device\": ");
+    json_string(stdout, device);
+    printf(", \"batch\": %lld, \"channels\": %lld, \"length\": %lld, \"kernel_size\": %lld, "
+           "\"stride\": %lld, \"dilation\": %lld, \"padding\": \"%s\", \"pad_left\": %lld, "
+           "\"pad_right\": %lld, \"padding_mode\": \"%s\", \"layout\": \"%s\", \"dtype\": \"%s\", "
+           "\"weight_dtype\": \"%s\", \"bias\": %s, \"activation\": \"%s\", "
+           "\"output_length\": %lld, \"threads\": %d, \"repeat\": %d, \"bytes\": %.0f",
+           (long long)d->batch, (long long)d->channels, (long long)d->length,
+           (long long)d->kernel_size, (long long)d->stride, (long long)d->dilation,
+           name_of_padding(d->padding), (long long)r->pad_left, (long long)r->pad_right,
+           name_of_padding_mode(d->padding_mode), name_of_layout(d->layout),
+           name_of_dtype(d->dtype), name_of_dtype(d->weight_dtype), r->opt.bias ? "true" : "false",
+           name_of_activation(d->activation), (long long)r->output_length, r->opt.threads,
+           t->pairs, bytes);
+    printf(", \"median_ms\": "), json_number(stdout, "%.6f", t->work_ms);
+    printf(", \"gb_per_s\": "), json_number(stdout, "%.3f", gbs);
+    printf(", \"copy_median_ms\": "), json_number(stdout, "%.6f", t->copy_ms);
+    printf(", \"copy_gb_per_s\": "), json_number(stdout, "%.3f", copy_gbs);
+    printf(", \"fraction_of_copy\": "), json_number(stdout, "%.4f", t->ratio);
+    printf(", \"checked\": %s, \"max_abs_err\": ", r->opt.check ? "true" : "false");
+    /* null when unchecked, or when the error is not a number (bitwise_equal says false) */
+    json_number(stdout, "%g", r->opt.check ? r->max_abs_err : NAN);
+    printf(", \"bitwise_equal\": %s}\n",
+           !r->opt.check ? "null" : r->bitwise_equal ? "true" : "false");
+}
+
 static void report(const bench_run *r, const pair_timing *t) {
     const dwconv_desc *d = &r->opt.desc;
     double bytes = (double)(r->x.bytes + r->y.bytes + r->w.bytes + r->bias.bytes);
@@ -191,26 +230,7 @@ static void report(const bench_run *r, const pair_timing *t) {
     char device[256] = "";
     dwconv_device_name(r->backend, r->opt.device, device, sizeof device);
     if (r->opt.json) {
-        char err[32] = "null";
-        if (r->opt.check) snprintf(err, sizeof err, isnan(r->max_abs_err) ? "\"nan\"" : "%g", r->max_abs_err);
-        printf("{\"backend\": \"%s\", \"device\": \"%s\", \"batch\": %lld, \"channels\": %lld, "
-               "\"length\": %lld, \"kernel_size\": %lld, \"stride\": %lld, \"dilation\": %lld, "
-               "\"padding\": \"%s\", \"pad_left\": %lld, \"pad_right\": %lld, "
-               "\"padding_mode\": \"%s\", \"layout\": \"%s\", \"dtype\": \"%s\", "
-               "\"weight_dtype\": \"%s\", \"bias\": %s, \"activation\": \"%s\", "
-               "\"output_length\": %lld, \"threads\": %d, \"repeat\": %d, \"bytes\": %.0f, "
-               "\"median_ms\": %.6f, \"gb_per_s\": %.3f, \"copy_median_ms\": %.6f, "
-               "\"copy_gb_per_s\": %.3f, \"fraction_of_copy\": %.4f, \"checked\": %s, "
-               "\"max_abs_err\": %s, \"bitwise_equal\": %s}\n",
-               dwconv_backend_name(r->backend), device, (long long)d->batch,
-               (long long)d->channels, (long long)d->length, (long long)d->kernel_size,
-               (long long)d->stride, (long long)d->dilation, name_of_padding(d->padding),
-               (long long)r->pad_left, (long long)r->pad_right, name_of_padding_mode(d->padding_mode),
-               name_of_layout(d->layout), name_of_dtype(d->dtype), name_of_dtype(d->weight_dtype),
-               r->opt.bias ? "true" : "false", name_of_activation(d->activation),
-               (long long)r->output_length, r->opt.threads, t->pairs, bytes, t->work_ms, gbs,
-               t->copy_ms, copy_gbs, t->ratio, r->opt.check ? "true" : "false",
-               err, !r->opt.check ? "null" : r->bitwise_equal ? "true" : "false");
+        report_json(r, t, bytes, gbs, copy_gbs, device);
         return;
     }
     printf("dwconv bench on %s (%s)\n", dwconv_backend_name(r->backend), device);

@@ -608,6 +608,32 @@ START_TEST(scratch_size_overflow) {
 }
 END_TEST
 
+/* Strides far beyond the input (issue 9): B1 C1 L1 K8, stride 2^63 - 1, pads 1/6
+ * replicate passed validation, then a ceiling division overflowed and the staging
+ * wrote before its buffer, in every flavour (x[0] overwritten). One output each. */
+START_TEST(huge_strides) {
+    for (int layout = 0; layout < 2; layout++) {
+        dwconv_desc d = shape(1, 1, 1, 8);
+        d.stride = INT64_MAX, d.pad_left = 1, d.pad_right = 6;
+        d.padding_mode = DWCONV_PAD_REPLICATE;
+        d.layout = (dwconv_layout)layout;
+        expect_plain(&d, 1, 60 + (uint64_t)layout); /* x against its fence's end */
+        expect_plain(&d, 0, 62 + (uint64_t)layout); /* and its start */
+        d = shape(2, 5, 1, 8);
+        d.stride = INT64_MAX, d.pad_left = 1, d.pad_right = 6;
+        d.padding_mode = DWCONV_PAD_REPLICATE;
+        d.layout = (dwconv_layout)layout;
+        d.dtype = d.weight_dtype = DWCONV_F16;
+        expect_plain(&d, 1, 64);
+        d = shape(1, 3, 10, 3);
+        d.stride = INT64_MAX / 2, d.pad_left = d.pad_right = 9;
+        d.padding_mode = DWCONV_PAD_REFLECT;
+        d.layout = (dwconv_layout)layout;
+        expect_plain(&d, 0, 65);
+    }
+}
+END_TEST
+
 static Suite *cpu_fast_suite(void) {
     Suite *s = suite_create("cpu_fast");
     TCase *random = tcase_create("random");
@@ -626,6 +652,7 @@ static Suite *cpu_fast_suite(void) {
     tcase_add_test(shapes, nlc_channel_tails);
     tcase_add_test(shapes, padding_modes);
     tcase_add_test(shapes, short_rows);
+    tcase_add_test(shapes, huge_strides);
     suite_add_tcase(s, shapes);
 
     TCase *values = tcase_create("values");

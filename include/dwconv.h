@@ -188,7 +188,8 @@ typedef struct dwconv_backend_report {
 DWCONV_API dwconv_status dwconv_backend_query(dwconv_backend backend,
                                               dwconv_backend_report *report);
 
-/* The device's name, e.g. "NVIDIA H200", or "x86_64 CPU (AVX-512)". */
+/* The device's name: the GPU's, e.g. "NVIDIA H200", or for the cpu "host CPU (avx512 kernels)"
+ * (the SIMD flavour its forward runs). */
 DWCONV_API dwconv_status dwconv_device_name(dwconv_backend backend, int device, char *name,
                                             size_t name_size);
 
@@ -230,6 +231,9 @@ DWCONV_API dwconv_status dwconv_copy_to_host(dwconv_context *context, void *host
                                              const void *src, size_t bytes);
 DWCONV_API dwconv_status dwconv_copy_on_backend(dwconv_context *context, void *dst,
                                                 const void *src, size_t bytes);
+/* dwconv_copy_to_backend and dwconv_copy_to_host return when the bytes have arrived
+ * (after the work ordered before them on the stream); dwconv_copy_on_backend is ordered
+ * on the stream like the operations and may return before it is done. */
 /* Waits until all work ordered on the context's stream has finished. */
 DWCONV_API dwconv_status dwconv_synchronize(dwconv_context *context);
 

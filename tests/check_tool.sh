@@ -3,8 +3,8 @@
 # page says) with one line on stderr that starts "dwconv bench:" and names the flag;
 # values an int cannot hold are refused, not truncated (--repeat 3000000000 used to
 # become a negative count, --device 4294967296 device 0); --json prints one object
-# that a JSON parser accepts, without inf or nan; docs/dwconv.1 and docs/api.md name
-# every environment variable the code reads.
+# that a JSON parser accepts, without inf or nan; both man pages and docs/api.md
+# name every environment variable the code reads.
 set -u
 tool="${abs_top_builddir:-.}/tools/dwconv"
 [ -x "$tool" ] || { echo "check_tool: $tool not built" >&2; exit 99; }
@@ -72,13 +72,13 @@ else
     echo "ok: bench --json: $(cut -c1-100 "$tmp/json")..."
 fi
 
-# the man page and docs/api.md name every variable the library and the tool read
+# the man pages and docs/api.md name every variable the library and the tool read
 src=${srcdir:-.}
 if [ -f "$src/docs/dwconv.1" ]; then
     vars=$(grep -rhoE 'getenv\("[A-Z_]+"\)' "$src/src" "$src/tools" | sed 's/.*("\(.*\)")/\1/' | sort -u)
     [ -n "$vars" ] || { echo "FAIL: no getenv calls found under $src/src" >&2; failures=$((failures + 1)); }
     for v in $vars; do
-        for doc in docs/dwconv.1 docs/api.md; do
+        for doc in docs/dwconv.1 docs/dwconv.3 docs/api.md; do
             if grep -qw "$v" "$src/$doc"; then :; else
                 echo "FAIL: $doc does not mention $v, which the code reads" >&2
                 failures=$((failures + 1))

@@ -112,13 +112,16 @@ void op_get(op_arena *a, void *host, const void *dev, size_t bytes) {
     free(img);
 }
 
-void op_release(op_arena *a) {
-    for (int i = 0; i < a->count; i++) {
+void op_release_last(op_arena *a, int n) {
+    ck_assert(n <= a->count);
+    for (int i = a->count - n; i < a->count; i++) {
         free(read_block(a, i));
         dwconv_free(a->ctx, a->block[i].base);
     }
-    a->count = 0;
+    a->count -= n;
 }
+
+void op_release(op_arena *a) { op_release_last(a, a->count); }
 
 /* ---- elements, by this file's own code ------------------------------------------- */
 

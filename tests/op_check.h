@@ -42,6 +42,8 @@ typedef struct op_arena {
 void *op_put(op_arena *a, const void *host, size_t bytes);
 /* Copies a block back (host gets `bytes`), asserting its guards untouched. */
 void op_get(op_arena *a, void *host, const void *dev, size_t bytes);
+/* Asserts the last n blocks' guards untouched and frees them. */
+void op_release_last(op_arena *a, int n);
 /* Asserts every guard untouched, frees everything. */
 void op_release(op_arena *a);
 

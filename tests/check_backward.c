@@ -74,12 +74,12 @@ typedef struct bw_case {
 
 static size_t esize(dwconv_dtype t) { return dwconv_dtype_size(t); }
 
-/* A random descriptor over every option; small sizes, K up to 40. */
-static void draw_desc(test_rng *r, dwconv_desc *d) {
+/* A random descriptor over every option, K up to 40; small sizes, or B, C, L = size. */
+static void draw_desc(test_rng *r, dwconv_desc *d, const int64_t *size) {
     for (;;) {
         int64_t K = test_rng_range(r, 0, 1) ? test_rng_range(r, 1, 7) : test_rng_range(r, 1, 40);
-        dwconv_desc_init(d, test_rng_range(r, 1, 3), test_rng_range(r, 1, 5),
-                         test_rng_range(r, 1, 160), K);
+        dwconv_desc_init(d, size ? size[0] : test_rng_range(r, 1, 3), size ? size[1] : test_rng_range(r, 1, 5),
+                         size ? size[2] : test_rng_range(r, 1, 160), K);
         d->stride = test_rng_range(r, 1, 4);
         d->dilation = test_rng_range(r, 1, 5);
         int64_t span = d->dilation * (K - 1), pick = test_rng_range(r, 0, 9);
@@ -109,9 +109,9 @@ static void *poisoned(size_t bytes) {
     return p;
 }
 
-static void draw_case(test_rng *r, bw_case *c, int allow_strides) {
+static void draw_case(test_rng *r, bw_case *c, int allow_strides, const int64_t *size) {
     memset(c, 0, sizeof *c);
-    draw_desc(r, &c->d);
+    draw_desc(r, &c->d, size);
     const dwconv_desc *d = &c->d;
     ck_assert(dwconv_desc_resolve(d, &c->pl, &c->pr, &c->L_out) == DWCONV_SUCCESS);
     c->set_grad = test_rng_range(r, 0, 1);
@@ -392,7 +392,7 @@ START_TEST(random_gradients) {
     dwconv_context *ctx = op_context();
     for (int n = 0; n < cases; n++) {
         bw_case c;
-        draw_case(&rng, &c, 1);
+        draw_case(&rng, &c, 1, NULL);
         bw_result got = run_case(ctx, &c), again = run_case(ctx, &c), ref = run_reference(&c);
         EXPECT(check_model(&c, got.dx, got.dw, got.db) == 0, "%d elements outside the bound; %s",
                violations, first_violation);
@@ -424,7 +424,7 @@ START_TEST(model_catches_a_wrong_route) {
     test_rng rng = test_rng_seed(99);
     for (;;) { /* a reflect case whose taps read the padding */
         bw_case c;
-        draw_case(&rng, &c, 0);
+        draw_case(&rng, &c, 0, NULL);
         if (c.d.padding_mode == DWCONV_PAD_REFLECT && c.d.dtype == DWCONV_F32 &&
             c.d.activation == DWCONV_ACT_NONE && c.want_dx) {
             bw_result ref = run_reference(&c);
@@ -454,7 +454,7 @@ START_TEST(adjoint_identity) {
     dwconv_context *ctx = op_context();
     for (int n = 0; n < cases; n++) {
         bw_case c;
-        draw_case(&rng, &c, 0);
+        draw_case(&rng, &c, 0, NULL);
         dwconv_desc *d = &c.d;
         d->activation = DWCONV_ACT_NONE, c.bias = 0, c.want_dx = 1;
         d->padding_mode = (dwconv_padding_mode)(n % 4);
@@ -517,30 +517,11 @@ START_TEST(thread_counts_give_the_reference_bits) {
     test_rng rng = test_rng_seed(777);
     const int threads[] = {1, 2, 3, 7};
     for (int n = 0; n < (op_quick() ? 3 : 8); n++) {
-        bw_case c;
-        draw_case(&rng, &c, n % 2);
-        free_case(&c);
         /* large enough for every thread to get work: many rows and chunks */
-        dwconv_desc d = c.d;
-        d.batch = 1 + n % 4, d.channels = 16 + 13 * n, d.length = 300 + 97 * n;
-        c.d = d;
-        if (dwconv_desc_resolve(&c.d, &c.pl, &c.pr, &c.L_out) != DWCONV_SUCCESS) continue;
-        c.want_dx = c.want_dw = c.want_db = 1;
-        /* redraw the tensors for the new sizes */
-        bw_case sized = c;
-        test_rng r2 = test_rng_seed(900 + (uint64_t)n);
-        tensor3 *t[3] = {&sized.x, &sized.dy, &sized.dx};
-        const int64_t len[3] = {d.length, sized.L_out, d.length};
-        for (int i = 0; i < 3; i++)
-            if (t[i]->custom) strided3(&r2, t[i], d.batch, d.channels, len[i]);
-            else contiguous3(t[i], d.layout, d.batch, d.channels, len[i]);
-        size_t es = esize(d.dtype), ws = esize(d.weight_dtype);
-        sized.hx = poisoned(es * (size_t)sized.x.span), sized.hdy = poisoned(es * (size_t)sized.dy.span);
-        sized.hw = malloc(ws * (size_t)(d.channels * d.kernel_size)), sized.hb = malloc(ws * (size_t)d.channels);
-        for (int64_t i = 0; i < sized.x.span; i++) op_random_value(&r2, d.dtype, sized.hx, i, -3, 1);
-        for (int64_t i = 0; i < sized.dy.span; i++) op_random_value(&r2, d.dtype, sized.hdy, i, -3, 1);
-        fill(&r2, d.weight_dtype, sized.hw, d.channels * d.kernel_size, -3, 1);
-        fill(&r2, d.weight_dtype, sized.hb, d.channels, -3, 1);
+        const int64_t size[3] = {1 + n % 4, 16 + 13 * n, 300 + 97 * n};
+        bw_case sized;
+        draw_case(&rng, &sized, n % 2, size);
+        sized.want_dx = sized.want_dw = sized.want_db = 1;
         bw_result ref = run_reference(&sized);
         for (int t_i = 0; t_i < 4; t_i++) {
             ck_assert(dwconv_context_set_threads(ctx, threads[t_i]) == DWCONV_SUCCESS);

@@ -113,7 +113,7 @@ dwconv_status dwconv_validate_causal_update(dwconv_problem *p, const dwconv_desc
     dwconv_attach(p, DWCONV_ROLE_BIAS, bias, 0, who);
     dwconv_attach(p, DWCONV_ROLE_Y, y, 1, who);
     /* a zero-length state (K = 1) is never touched: NULL is fine then */
-    dwconv_attach(p, DWCONV_ROLE_STATE, conv_state, state_length > 0, who);
+    if ((st = dwconv_attach(p, DWCONV_ROLE_STATE, conv_state, state_length > 0, who))) return st;
     dwconv_attach(p, DWCONV_ROLE_CACHE_SEQLENS, cache_seqlens, 0, who);
     dwconv_attach(p, DWCONV_ROLE_STATE_INDICES, state_indices, 0, who);
     return dwconv_check_overlaps(p, NULL, who);

@@ -1,0 +1,119 @@
+/* The backward pass's kernels (part of kernels_impl.h, compiled once per flavour):
+ * the activation's gradient and the weight and bias gradients' chunk partials, each
+ * in the contract's operations and order (docs/numerics.md, "The backward pass"). The
+ * input gradient needs no kernel of its own: it is conv over the reversed taps. */
+
+/* ---- g = dy * act'(z) ---- */
+
+/* dwconv_activation_grad for silu in lanes with |z| <= 86 (the others, and NaN, are
+ * redone by the scalar function): s = (z >= 0 ? 1 : t) / (1 + t), t = e^-|z|. */
+static inline vf v_silu_grad(vf z, vf dy) {
+    const vf one = vf_set1(1.0f);
+    const vf a = vi_as_vf(vi_and(vf_as_vi(z), vi_set1(INT32_MAX)));
+    const vf t = vi_as_vf(v_exp_bits(a, 1));
+    const vf s = vf_div(vf_select(vf_lt(z, vf_set1(0.0f)), t, one), vf_add(one, t));
+    return vf_mul(dy, vf_mul(s, vf_fma(z, vf_sub(one, s), one)));
+}
+
+ALWAYS_INLINE void act_grad_typed(const float *z, const float *dy, int64_t n, float *g,
+                                  const int act) {
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) {
+        const vf zv = vf_loadu(z + j), dv = vf_loadu(dy + j);
+        if (act == DWCONV_ACT_RELU) {
+            vf_storeu(g + j, vf_select(vf_gt(zv, vf_set1(0.0f)), dv, vf_set1(0.0f)));
+            continue;
+        }
+        const vf a = vi_as_vf(vi_and(vf_as_vi(zv), vi_set1(INT32_MAX)));
+        if (vm_any(vf_nle(a, vf_set1(DWCONV_SILU_COLD)))) { /* rare: g may be z */
+            float lanes[VL];
+            for (int64_t i = 0; i < VL; i++)
+                lanes[i] = dwconv_activation_grad(act, z[j + i], dy[j + i]);
+            memcpy(g + j, lanes, sizeof lanes);
+        } else {
+            vf_storeu(g + j, v_silu_grad(zv, dv));
+        }
+    }
+    for (; j < n; j++) g[j] = dwconv_activation_grad(act, z[j], dy[j]);
+}
+
+/* g[j] = dwconv_activation_grad(act, z[j], dy[j]), j < n (g may be z). */
+static void k_act_grad(int act, const float *z, const float *dy, int64_t n, float *g) {
+    if (act == DWCONV_ACT_RELU) act_grad_typed(z, dy, n, g, DWCONV_ACT_RELU);
+    else if (act == DWCONV_ACT_SILU) act_grad_typed(z, dy, n, g, DWCONV_ACT_SILU);
+    else if (g != dy) memcpy(g, dy, sizeof *g * (size_t)n);
+}
+
+/* ---- dweight and dbias: each chunk's partials ---- */
+
+enum { GRAD_CHUNKS_IN_FLIGHT = 4 }; /* independent chains hide the fma latency */
+
+/* Chunks [j, j + 4), all full: one vector per output holds its K taps (adjacent in
+ * memory, K <= VL), so each lane k is chunk's chain for tap k. */
+static void grad_chunks_by_output(const float *g, const float *x0, int64_t step, int64_t K,
+                                  int64_t j, float *part) {
+    vf acc[GRAD_CHUNKS_IN_FLIGHT];
+    float sum[GRAD_CHUNKS_IN_FLIGHT];
+    UNROLLED
+    for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) acc[m] = vf_set1(0.0f), sum[m] = 0.0f;
+    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) {
+        UNROLLED
+        for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {
+            const int64_t o = (j + m) * DWCONV_GRAD_CHUNK + t;
+            acc[m] = vf_fma(vf_set1(g[o]), vf_loadu(x0 + o * step), acc[m]);
+            sum[m] = sum[m] + g[o];
+        }
+    }
+    float lanes[VL];
+    for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {
+        float *pj = part + (j + m) * (K + 1);
+        vf_storeu(lanes, acc[m]);
+        for (int64_t k = 0; k < K; k++) pj[k] = lanes[k];
+        pj[K] = sum[m];
+    }
+}
+
+/* Chunks [j, j + 4), all full, one tap at a time: four chains in flight. */
+static void grad_chunks_by_tap(const float *g, const float *const *tap, int64_t step, int64_t K,
+                               int64_t j, float *part) {
+    for (int64_t k = 0; k <= K; k++) {
+        float acc[GRAD_CHUNKS_IN_FLIGHT] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) {
+            UNROLLED
+            for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {
+                const int64_t o = (j + m) * DWCONV_GRAD_CHUNK + t;
+                acc[m] = k < K ? DWCONV_FMAF(g[o], tap[k][o * step], acc[m]) : acc[m] + g[o];
+            }
+        }
+        for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) part[(j + m) * (K + 1) + k] = acc[m];
+    }
+}
+
+/* Chunk j (maybe short), scalar. */
+static void grad_chunk(const float *g, const float *const *tap, int64_t step, int64_t K,
+                       int64_t n, int64_t j, float *part) {
+    const int64_t begin = j * DWCONV_GRAD_CHUNK;
+    const int64_t end = begin + DWCONV_GRAD_CHUNK < n ? begin + DWCONV_GRAD_CHUNK : n;
+    float *pj = part + j * (K + 1);
+    for (int64_t k = 0; k < K; k++) {
+        float acc = 0.0f;
+        for (int64_t o = begin; o < end; o++) acc = DWCONV_FMAF(g[o], tap[k][o * step], acc);
+        pj[k] = acc;
+    }
+    float sum = 0.0f;
+    for (int64_t o = begin; o < end; o++) sum = sum + g[o];
+    pj[K] = sum;
+}
+
+static void k_grad_partials(const float *g, const float *const *tap, int64_t step, int64_t K,
+                            int64_t n, float *part) {
+    const int64_t full = n / DWCONV_GRAD_CHUNK, chunks = dwconv_grad_chunks(n);
+    int by_output = VL > 1 && K <= VL;
+    for (int64_t k = 1; k < K; k++) by_output = by_output && tap[k] == tap[0] + k;
+    int64_t j = 0;
+    for (; j + GRAD_CHUNKS_IN_FLIGHT <= full; j += GRAD_CHUNKS_IN_FLIGHT) {
+        if (by_output) grad_chunks_by_output(g, tap[0], step, K, j, part);
+        else grad_chunks_by_tap(g, tap, step, K, j, part);
+    }
+    for (; j < chunks; j++) grad_chunk(g, tap, step, K, n, j, part);
+}

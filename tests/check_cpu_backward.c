@@ -127,6 +127,7 @@ START_TEST(long_rows_fast_path) {
     int paths = expect_backward(&d, everything, 1);
     ck_assert_msg(paths & DWCONV_CPU_PATH_STAGED_ROWS, "the staged rows did not run");
     ck_assert_msg(paths & DWCONV_CPU_PATH_VECTOR_DX, "dx's interior was not vectorised");
+    ck_assert_msg(paths & DWCONV_CPU_PATH_DIRECT_X, "x was staged whole");
     for (int act = 0; act < 3; act++)
         for (int dtype = 0; dtype < 3; dtype++) {
             d.activation = (dwconv_activation)act;

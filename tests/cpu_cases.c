@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cpu_cases.h"
 #include "reference.h"
@@ -24,16 +26,22 @@ int cpu_case_flavours(const dwconv_cpu_kernels **list) {
     return n;
 }
 
+/* The data ends where an unreadable page begins (a read or write past it faults);
+ * poisoned guard bytes before it. */
 static cpu_case_buffer *add(cpu_case *c, size_t bytes) {
     ck_assert_int_lt(c->count, CPU_CASE_BUFFERS);
     cpu_case_buffer *b = &c->buf[c->count++];
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     b->bytes = bytes;
-    b->block = malloc(bytes + 2 * GUARD);
+    b->map_bytes = (bytes + GUARD + page - 1) / page * page + page;
+    b->block = mmap(NULL, b->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(b->block != MAP_FAILED);
+    ck_assert_int_eq(mprotect(b->block + b->map_bytes - page, page, PROT_NONE), 0);
     b->initial = malloc(bytes + 1);
     b->expected = malloc(bytes + 1);
-    ck_assert(b->block && b->initial && b->expected);
-    test_poison(b->block, bytes + 2 * GUARD);
-    b->data = b->block + GUARD;
+    ck_assert(b->initial && b->expected);
+    b->data = b->block + b->map_bytes - page - bytes;
+    test_poison((char *)b->data - GUARD, bytes + GUARD);
     return b;
 }
 
@@ -63,7 +71,7 @@ static void restore(cpu_case *c) {
 static void compare(const cpu_case *c, const char *what, const char *flavour, int threads) {
     for (int i = 0; i < c->count; i++) {
         const cpu_case_buffer *b = &c->buf[i];
-        if (!test_untouched(b->block, GUARD) || !test_untouched(b->block + GUARD + b->bytes, GUARD))
+        if (!test_untouched((const char *)b->data - GUARD, GUARD))
             ck_abort_msg("%s, %s, %d threads: wrote outside buffer %d", what, flavour, threads, i);
         if (memcmp(b->data, b->expected, b->bytes) == 0) continue;
         size_t at = 0;
@@ -92,6 +100,9 @@ void cpu_case_expect_all(cpu_case *c, cpu_case_runner run, const char *what) {
 }
 
 void cpu_case_free(cpu_case *c) {
-    for (int i = 0; i < c->count; i++) free(c->buf[i].block), free(c->buf[i].initial), free(c->buf[i].expected);
+    for (int i = 0; i < c->count; i++) {
+        munmap(c->buf[i].block, c->buf[i].map_bytes);
+        free(c->buf[i].initial), free(c->buf[i].expected);
+    }
     c->count = 0;
 }

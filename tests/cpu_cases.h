@@ -1,7 +1,8 @@
 /* A problem on guarded host buffers, run by the scalar reference and by a cpu fast
  * path (every SIMD flavour, several thread counts) and compared bit for bit: every
- * buffer (outputs, in-place states, and the inputs, which must stay as they were)
- * and the guard bytes around each. For check_cpu_backward and check_cpu_causal. */
+ * buffer (outputs, in-place states, and the inputs, which must stay as they were);
+ * poisoned guard bytes before each and an unreadable page right after it (a read or
+ * write past a buffer faults). For check_cpu_backward and check_cpu_causal. */
 #ifndef CPU_CASES_H
 #define CPU_CASES_H
 
@@ -15,7 +16,8 @@
 enum { CPU_CASE_BUFFERS = 16 };
 
 typedef struct cpu_case_buffer {
-    char *block;     /* guard, data, guard */
+    char *block;     /* mapped: guard bytes, data, an unreadable page */
+    size_t map_bytes;
     void *data;
     size_t bytes;
     char *initial;   /* the contents every run starts from */

@@ -16,6 +16,7 @@
  * per output, as the reference does. */
 #include <config.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,11 @@ typedef struct grad_job {
     int64_t left_end;   /* outputs [0, left_end) and [right_begin, L_out) reach */
     int64_t right_begin;/* the scattered inputs */
     int staged, want_dx, want_dw;
+    int direct;         /* f32 x with adjacent positions: outputs [o_left, o_right) read */
+    int64_t o_left;     /* x where it lies (chunk-aligned ends); only the edges are */
+    int64_t o_right;    /* staged */
+    int dy_direct;      /* f32 dy with adjacent positions: read where it lies */
+    int stream;         /* dx is larger than the caches: stored around them */
     const float *weight; /* C*K in f32 */
     const float *bias;   /* C in f32, or NULL */
     float *rows;         /* [c][b][K+1]: each row's sums */
@@ -83,6 +89,21 @@ static void plan_interior(grad_job *j) {
 }
 
 /* One thread's buffers at base (NULL: only their size); returns their bytes. */
+/* Which operands are read where they lie; dx streamed when large. */
+static void plan_direct(grad_job *j) {
+    const dwconv_problem *p = j->p;
+    const dwconv_operand *x = &p->operand[DWCONV_ROLE_X], *dy = &p->operand[DWCONV_ROLE_DY];
+    const dwconv_operand *dx = &p->operand[DWCONV_ROLE_DX];
+    const int f32 = p->desc.dtype == DWCONV_F32;
+    j->dy_direct = f32 && dy->stride[2] == 1;
+    j->stream = dx->data && dwconv_cpu_streams(dx->bytes);
+    /* outputs whose taps (and the kernels' over-reads, below 64 floats) lie in x */
+    j->o_left = min64(j->L_out, dwconv_round_up(dwconv_interior_begin(j->pad, j->s), DWCONV_GRAD_CHUNK));
+    int64_t end = dwconv_interior_end(j->L, j->pad, j->s, j->span + 64, j->L_out, j->o_left);
+    j->o_right = end == j->L_out ? end : end / DWCONV_GRAD_CHUNK * DWCONV_GRAD_CHUNK;
+    j->direct = j->staged && f32 && x->stride[2] == 1 && j->o_right > j->o_left;
+}
+
 static size_t thread_layout(const grad_job *j, char *base, grad_scratch *s) {
     const int64_t outs = dwconv_round_up(j->L_out, 64) + SLACK;
     const int64_t chunks = dwconv_grad_chunks(j->L_out);
@@ -90,7 +111,7 @@ static size_t thread_layout(const grad_job *j, char *base, grad_scratch *s) {
 #define TAKE(field, count, type)                                                  \
     s->field = base ? (void *)(base + at) : NULL;                                 \
     at = dwconv_size_add(at, dwconv_scratch_bytes(count, 1, sizeof(type)))
-    TAKE(xp, j->staged ? j->reach + SLACK : 0, float);
+    TAKE(xp, j->staged ? 2 * j->reach + 3 * SLACK : 0, float);
     TAKE(dy, outs, float);
     TAKE(g, outs, float);
     TAKE(acc, j->S + j->L + SLACK, float);
@@ -127,16 +148,48 @@ static int64_t gradient_slot(const grad_job *j, int64_t jp) {
     return i < 0 ? -1 : j->S + i;
 }
 
-/* xp[q] = padded position q - pad, q < reach; zeros after it. */
-static void stage_row(const grad_job *j, const void *x_row, int64_t xs, int64_t b, int64_t c,
-                      float *xp) {
-    const int64_t lo = min64(j->pad, j->reach), hi = min64(j->pad + j->L, j->reach);
-    for (int64_t q = 0; q < lo; q++) xp[q] = padded_value(j, x_row, xs, b, c, q - j->pad);
+/* The padded positions the taps of outputs [o0, o1) read: buf[q] = position
+ * o0*s - pad + q; zeros after them. Returns the floats used, slack included. */
+static int64_t stage_window(const grad_job *j, const void *x_row, int64_t xs, int64_t b,
+                            int64_t c, int64_t o0, int64_t o1, float *buf) {
+    const int64_t first = o0 * j->s - j->pad, count = (o1 - 1 - o0) * j->s + j->span + 1;
+    const int64_t lo = min64(max64(-first, 0), count), hi = max64(min64(j->L - first, count), lo);
+    for (int64_t q = 0; q < lo; q++) buf[q] = padded_value(j, x_row, xs, b, c, first + q);
     if (hi > lo)
-        j->kernels->gather(j->p->desc.dtype, x_row, xs, hi - lo, xp + lo);
-    for (int64_t q = max64(hi, lo); q < j->reach; q++)
-        xp[q] = padded_value(j, x_row, xs, b, c, q - j->pad);
-    memset(xp + j->reach, 0, sizeof(float) * SLACK);
+        j->kernels->gather(j->p->desc.dtype, (const char *)x_row + (size_t)((first + lo) * xs) *
+                           dwconv_dtype_size(j->p->desc.dtype), xs, hi - lo, buf + lo);
+    for (int64_t q = hi; q < count; q++) buf[q] = padded_value(j, x_row, xs, b, c, first + q);
+    memset(buf + count, 0, sizeof(float) * SLACK);
+    return dwconv_round_up(count + SLACK, 16);
+}
+
+/* A stretch of outputs [begin, end) whose tap k of output o is x0[(o - begin)*s + k*d]. */
+typedef struct tap_segment {
+    int64_t begin, end;
+    const float *x0;
+} tap_segment;
+
+/* The row's taps: staged whole, or (direct) the edges staged and x read in between.
+ * Returns the number of segments. */
+static int row_segments(const grad_job *j, const grad_scratch *sc, const void *x_row,
+                        int64_t xs, int64_t b, int64_t c, tap_segment *seg) {
+    if (!j->direct) {
+        stage_window(j, x_row, xs, b, c, 0, j->L_out, sc->xp);
+        seg[0] = (tap_segment){0, j->L_out, sc->xp};
+        return 1;
+    }
+    int n = 0;
+    float *buf = sc->xp;
+    if (j->o_left > 0) {
+        seg[n++] = (tap_segment){0, j->o_left, buf};
+        buf += stage_window(j, x_row, xs, b, c, 0, j->o_left, buf);
+    }
+    seg[n++] = (tap_segment){j->o_left, j->o_right, (const float *)x_row + j->o_left * j->s - j->pad};
+    if (j->o_right < j->L_out) {
+        seg[n++] = (tap_segment){j->o_right, j->L_out, buf};
+        stage_window(j, x_row, xs, b, c, j->o_right, j->L_out, buf);
+    }
+    return n;
 }
 
 /* dx[i] for an interior input, scalar: o ascending is tap k descending. */
@@ -197,33 +250,39 @@ static void row_sums(const grad_job *j, const grad_scratch *sc, int64_t b,
     }
 }
 
-/* g of row (b, c) into sc->g (or sc->dy, returned). */
+/* g of row (b, c) into sc->g, or dy itself (returned). */
 static const float *output_gradient(const grad_job *j, const grad_scratch *sc, int64_t b,
-                                    int64_t c, const float *w) {
+                                    int64_t c, const float *w, const tap_segment *seg, int segs) {
     const dwconv_problem *p = j->p;
     const dwconv_desc *d = &p->desc;
     const dwconv_operand *dy = &p->operand[DWCONV_ROLE_DY];
-    const size_t elem = dwconv_dtype_size(d->dtype);
-    j->kernels->gather(d->dtype, (const char *)dy->data + (size_t)dwconv_ref_at(dy, b, c, 0) * elem,
-                       dy->stride[2], j->L_out, sc->dy);
-    if (d->activation == DWCONV_ACT_NONE) return sc->dy;
+    const char *dy_row = (const char *)dy->data + (size_t)dwconv_ref_at(dy, b, c, 0) * dwconv_dtype_size(d->dtype);
+    const float *dyf = (const float *)dy_row;
+    if (!j->dy_direct) {
+        j->kernels->gather(d->dtype, dy_row, dy->stride[2], j->L_out, sc->dy);
+        dyf = sc->dy;
+    }
+    if (d->activation == DWCONV_ACT_NONE) return dyf;
     const float bias = j->bias ? j->bias[c] : 0.0f;
     float *z = sc->g;
-    if (j->s <= 2) {
-        for (int64_t k = 0; k < j->K; k++) sc->tap[k] = sc->xp + k * j->d;
-        dwconv_cpu_taps taps = {.tap = sc->tap, .dtype = DWCONV_F32, .stride = (int)j->s,
-                                .weight = w, .kernel_size = j->K, .bias = bias,
-                                .activation = DWCONV_ACT_NONE};
-        j->kernels->conv(&taps, dwconv_round_up(j->L_out, j->kernels->lanes), z);
-    } else {
-        for (int64_t o = 0; o < j->L_out; o++) {
-            float acc = bias;
-            for (int64_t k = 0; k < j->K; k++)
-                acc = DWCONV_FMAF(sc->xp[o * j->s + k * j->d], w[k], acc);
-            z[o] = acc;
+    for (int i = 0; i < segs; i++) { /* in order: a segment's rounded-up tail is rewritten */
+        const int64_t n = seg[i].end - seg[i].begin;
+        if (j->s <= 2) {
+            for (int64_t k = 0; k < j->K; k++) sc->tap[k] = seg[i].x0 + k * j->d;
+            dwconv_cpu_taps taps = {.tap = sc->tap, .dtype = DWCONV_F32, .stride = (int)j->s,
+                                    .weight = w, .kernel_size = j->K, .bias = bias,
+                                    .activation = DWCONV_ACT_NONE};
+            j->kernels->conv(&taps, dwconv_round_up(n, j->kernels->lanes), z + seg[i].begin);
+        } else {
+            for (int64_t o = 0; o < n; o++) {
+                float acc = bias;
+                for (int64_t k = 0; k < j->K; k++)
+                    acc = DWCONV_FMAF(seg[i].x0[o * j->s + k * j->d], w[k], acc);
+                z[seg[i].begin + o] = acc;
+            }
         }
     }
-    j->kernels->act_grad(d->activation, z, sc->dy, j->L_out, sc->g);
+    j->kernels->act_grad(d->activation, z, dyf, j->L_out, sc->g);
     return sc->g;
 }
 
@@ -239,7 +298,8 @@ static void store_input_gradient(const grad_job *j, float *acc, int64_t b, int64
         acc[L + s] = acc[L + s] + dwconv_load(d->dtype, dstate_out, row * S + s);
     if (dx->data) {
         char *dx_row = (char *)dx->data + (size_t)dwconv_ref_at(dx, b, c, 0) * dwconv_dtype_size(d->dtype);
-        if (dx->stride[2] == 1) j->kernels->narrow(d->dtype, acc + S, L, dx_row, 0);
+        if (dx->stride[2] == 1)
+            j->kernels->narrow(d->dtype, acc + S, L, dx_row, j->stream && (uintptr_t)dx_row % 64 == 0);
         else
             for (int64_t i = 0; i < L; i++) dwconv_store(d->dtype, dx_row, i * dx->stride[2], acc[S + i]);
     }
@@ -252,16 +312,22 @@ static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int
     const void *x_row = (const char *)x->data +
                         (size_t)dwconv_ref_at(x, b, c, 0) * dwconv_dtype_size(p->desc.dtype);
     const float *w = j->weight + c * j->K;
+    tap_segment seg[3];
+    int segs = 0;
     if (p->desc.activation != DWCONV_ACT_NONE || j->want_dw)
-        stage_row(j, x_row, x->stride[2], b, c, sc->xp);
-    const float *g = output_gradient(j, sc, b, c, w);
+        segs = row_segments(j, sc, x_row, x->stride[2], b, c, seg);
+    const float *g = output_gradient(j, sc, b, c, w, seg, segs);
     if (j->want_dx) {
         input_gradient(j, sc, g, w);
         store_input_gradient(j, sc->acc, b, c);
     }
     if (j->want_dw) {
-        for (int64_t k = 0; k < j->K; k++) sc->tap[k] = sc->xp + k * j->d;
-        j->kernels->grad_partials(g, (const float *const *)sc->tap, j->s, j->K, j->L_out, sc->part);
+        for (int i = 0; i < segs; i++) { /* segments start on chunk boundaries */
+            for (int64_t k = 0; k < j->K; k++) sc->tap[k] = seg[i].x0 + k * j->d;
+            j->kernels->grad_partials(g + seg[i].begin, (const float *const *)sc->tap, j->s, j->K,
+                                      seg[i].end - seg[i].begin,
+                                      sc->part + seg[i].begin / DWCONV_GRAD_CHUNK * (j->K + 1));
+        }
         row_sums(j, sc, b, c);
     }
 }
@@ -332,6 +398,7 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
     /* staging costs reach floats a row: keep it proportional to the row's data */
     j.staged = j.reach <= 4 * (j.L + j.L_out) + 4096;
     plan_interior(&j);
+    plan_direct(&j);
     const int64_t rows = j.B * j.C;
     const int nt = dwconv_cpu_thread_count(
         threads, (double)rows * ((double)j.L_out * (double)j.K * 3.0 + 2.0 * (double)j.L));
@@ -352,7 +419,8 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
     j.scratch = block + weights + row_bytes;
     dwconv_cpu_set_last_paths((j.staged ? DWCONV_CPU_PATH_STAGED_ROWS : 0) |
                               (j.staged && j.want_dx && j.s == 1 && j.Bi - j.A >= kernels->lanes
-                                   ? DWCONV_CPU_PATH_VECTOR_DX : 0));
+                                   ? DWCONV_CPU_PATH_VECTOR_DX : 0) |
+                              (j.direct ? DWCONV_CPU_PATH_DIRECT_X : 0));
 
     const int64_t CK = j.C * j.K;
     const void *w = p->operand[DWCONV_ROLE_WEIGHT].data, *bias = p->operand[DWCONV_ROLE_BIAS].data;
@@ -371,6 +439,7 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
             if (j.staged) staged_row(&j, &sc, b, c);
             else per_output_row(&j, &sc, b, c);
         }
+        if (j.stream) kernels->fence();
         if (j.want_dw) {
 #pragma omp for schedule(static)
             for (int64_t c = 0; c < j.C; c++) channel_sums(&j, sc.tree, c);

@@ -150,7 +150,7 @@ static dwconv_status decode(const dwconv_cpu_kernels *kernels, const dwconv_prob
     const int nt = dwconv_cpu_thread_count(
         threads, (double)B * (double)C * ((double)T * (double)K + 2.0 * (double)P));
     size_t weights = dwconv_scratch_bytes(C, K + 1, sizeof(float));
-    size_t per_thread = dwconv_scratch_bytes(P + T, 1, sizeof(float));
+    size_t per_thread = dwconv_scratch_bytes(P + T, 64, sizeof(float));
     size_t bytes = dwconv_size_add(weights, dwconv_size_mul(per_thread, (size_t)nt));
     char *block = bytes < DWCONV_TOO_BIG ? aligned_alloc(64, bytes) : NULL;
     if (!block) return no_memory(msg);
@@ -161,7 +161,8 @@ static dwconv_status decode(const dwconv_cpu_kernels *kernels, const dwconv_prob
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < C * K; i++) wf[i] = dwconv_load(d->weight_dtype, w, i);
+        for (int64_t i = 0; i < C * K; i++) /* transposed to [k][c] */
+            wf[i % K * C + i / K] = dwconv_load(d->weight_dtype, w, i);
 #pragma omp for schedule(static)
         for (int64_t c = 0; c < C; c++) bf[c] = bias ? dwconv_load(d->weight_dtype, bias, c) : 0.0f;
         float *scratch = (float *)(block + weights + per_thread * (size_t)dwconv_cpu_thread_index());
@@ -173,7 +174,7 @@ static dwconv_status decode(const dwconv_cpu_kernels *kernels, const dwconv_prob
             const dwconv_cpu_decode job = {
                 .dtype = d->dtype, .kernel_size = K, .dilation = d->dilation, .span = p->span,
                 .state_length = P, .tokens = T, .activation = d->activation,
-                .weight = wf, .bias = bf,
+                .channels = C, .weight_kc = wf, .bias = bf,
                 .x = (const char *)x->data + (size_t)(b * x->stride[0]) * elem,
                 .x_channel = x->stride[1], .x_token = x->stride[2],
                 .y = (char *)y->data + (size_t)(b * y->stride[0]) * elem,

@@ -56,7 +56,8 @@ typedef struct dwconv_cpu_decode {
     int64_t state_length;     /* P >= span */
     int64_t tokens;           /* T */
     int activation;
-    const float *weight;      /* C*K, widened to f32 */
+    int64_t channels;         /* C */
+    const float *weight_kc;   /* [k][c]: K*C weights, widened to f32 */
     const float *bias;        /* C, widened (zeros without bias) */
     const void *x;            /* this sequence's (b = 0) element: x[c*x_channel + t*x_token] */
     int64_t x_channel, x_token;
@@ -103,7 +104,7 @@ typedef struct dwconv_cpu_kernels {
                           int64_t n, float *part);
 
     /* ---- the decode update (kernels_decode.h) ---- */
-    /* Channels [c0, c1) of one sequence; scratch holds P + T floats. */
+    /* Channels [c0, c1) of one sequence; scratch holds (P + T) * 64 floats. */
     void (*decode)(const dwconv_cpu_decode *job, int64_t c0, int64_t c1, float *scratch);
 
     /* out[j] = the activation act (a dwconv_activation) of in[j], j < n, computed as the
@@ -158,6 +159,7 @@ enum {
     DWCONV_CPU_PATH_VECTOR_DX = 2,     /* backward: dx's interior by the conv kernel */
     DWCONV_CPU_PATH_FORWARD_KERNELS = 4, /* causal forward: y by the forward's fast path */
     DWCONV_CPU_PATH_DECODE_KERNEL = 8, /* decode: the decode kernel */
+    DWCONV_CPU_PATH_DIRECT_X = 16,     /* backward: x read where it lies between the edges */
 };
 int dwconv_cpu_last_paths(void);
 void dwconv_cpu_set_last_paths(int paths);

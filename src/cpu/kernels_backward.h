@@ -77,7 +77,7 @@ static void grad_chunks_by_output(const float *g, const float *x0, int64_t step,
 static void grad_chunks_by_tap(const float *g, const float *const *tap, int64_t step, int64_t K,
                                int64_t j, float *part) {
     for (int64_t k = 0; k <= K; k++) {
-        float acc[GRAD_CHUNKS_IN_FLIGHT] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float acc[GRAD_CHUNKS_IN_FLIGHT] = {0.0f};
         for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) {
             UNROLLED
             for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {

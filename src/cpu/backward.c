@@ -38,7 +38,7 @@ typedef struct grad_job {
     int64_t A, Bi;      /* inputs [A, Bi) are gathered, the others scattered */
     int64_t left_end;   /* outputs [0, left_end) and [right_begin, L_out) reach */
     int64_t right_begin;/* the scattered inputs */
-    int staged, want_dx, want_dw;
+    int staged, want_dx, want_dw, want_db;
     int direct;         /* f32 x with adjacent positions: outputs [o_left, o_right) read */
     int64_t o_left;     /* x where it lies (chunk-aligned ends); only the edges are */
     int64_t o_right;    /* staged */
@@ -325,7 +325,7 @@ static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int
         for (int i = 0; i < segs; i++) { /* segments start on chunk boundaries */
             for (int64_t k = 0; k < j->K; k++) sc->tap[k] = seg[i].x0 + k * j->d;
             j->kernels->grad_partials(g + seg[i].begin, (const float *const *)sc->tap, j->s, j->K,
-                                      seg[i].end - seg[i].begin,
+                                      seg[i].end - seg[i].begin, j->want_db,
                                       sc->part + seg[i].begin / DWCONV_GRAD_CHUNK * (j->K + 1));
         }
         row_sums(j, sc, b, c);
@@ -394,6 +394,7 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
     };
     j.want_dx = p->operand[DWCONV_ROLE_DX].data || p->operand[DWCONV_ROLE_DSTATE_IN].data;
     j.want_dw = p->operand[DWCONV_ROLE_DWEIGHT].data || p->operand[DWCONV_ROLE_DBIAS].data;
+    j.want_db = p->operand[DWCONV_ROLE_DBIAS].data != NULL;
     j.reach = j.L_out > 0 ? (j.L_out - 1) * j.s + j.span + 1 : 0;
     /* staging costs reach floats a row: keep it proportional to the row's data */
     j.staged = j.reach <= 4 * (j.L + j.L_out) + 4096;

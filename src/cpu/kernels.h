@@ -98,10 +98,11 @@ typedef struct dwconv_cpu_kernels {
     /* One row's chunk partials of dweight and dbias: for chunk j of DWCONV_GRAD_CHUNK
      * outputs (the last one maybe shorter), part[j*(K+1) + k] = the fma chain from +0
      * over its outputs o ascending of g[o] * tap[k][o*step], part[j*(K+1) + K] = the
-     * sum of its g[o] from +0. Where tap[k] == tap[0] + k it may read up to
-     * lanes - 1 floats past tap[K-1][(n-1)*step]. */
+     * sum of its g[o] from +0 (when sums; else anything). Where tap[k] == tap[0] + k
+     * it may read up to lanes - 1 floats past tap[K-1][(n-1)*step], and it prefetches
+     * (never reads) further on. */
     void (*grad_partials)(const float *g, const float *const *tap, int64_t step, int64_t K,
-                          int64_t n, float *part);
+                          int64_t n, int sums, float *part);
 
     /* ---- the decode update (kernels_decode.h) ---- */
     /* Channels [c0, c1) of one sequence; scratch holds (P + T) * 64 floats. */

@@ -50,18 +50,21 @@ enum { GRAD_CHUNKS_IN_FLIGHT = 4 }; /* independent chains hide the fma latency *
 
 /* Chunks [j, j + 4), all full: one vector per output holds its K taps (adjacent in
  * memory, K <= VL), so each lane k is chunk's chain for tap k. */
-static void grad_chunks_by_output(const float *g, const float *x0, int64_t step, int64_t K,
-                                  int64_t j, float *part) {
+ALWAYS_INLINE void grad_chunks_by_output(const float *g, const float *x0, int64_t step, int64_t K,
+                                         int64_t j, float *part, const int sums) {
     vf acc[GRAD_CHUNKS_IN_FLIGHT];
     float sum[GRAD_CHUNKS_IN_FLIGHT];
     UNROLLED
     for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) acc[m] = vf_set1(0.0f), sum[m] = 0.0f;
     for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) {
+        if (t % 16 == 0) /* the next chunks' x, first read here (the streams interleave) */
+            for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++)
+                __builtin_prefetch(x0 + ((j + m + 2 * GRAD_CHUNKS_IN_FLIGHT) * DWCONV_GRAD_CHUNK + t) * step);
         UNROLLED
         for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {
             const int64_t o = (j + m) * DWCONV_GRAD_CHUNK + t;
             acc[m] = vf_fma(vf_set1(g[o]), vf_loadu(x0 + o * step), acc[m]);
-            sum[m] = sum[m] + g[o];
+            if (sums) sum[m] = sum[m] + g[o];
         }
     }
     float lanes[VL];
@@ -106,13 +109,14 @@ static void grad_chunk(const float *g, const float *const *tap, int64_t step, in
 }
 
 static void k_grad_partials(const float *g, const float *const *tap, int64_t step, int64_t K,
-                            int64_t n, float *part) {
+                            int64_t n, int sums, float *part) {
     const int64_t full = n / DWCONV_GRAD_CHUNK, chunks = dwconv_grad_chunks(n);
     int by_output = VL > 1 && K <= VL;
     for (int64_t k = 1; k < K; k++) by_output = by_output && tap[k] == tap[0] + k;
     int64_t j = 0;
     for (; j + GRAD_CHUNKS_IN_FLIGHT <= full; j += GRAD_CHUNKS_IN_FLIGHT) {
-        if (by_output) grad_chunks_by_output(g, tap[0], step, K, j, part);
+        if (by_output && sums) grad_chunks_by_output(g, tap[0], step, K, j, part, 1);
+        else if (by_output) grad_chunks_by_output(g, tap[0], step, K, j, part, 0);
         else grad_chunks_by_tap(g, tap, step, K, j, part);
     }
     for (; j < chunks; j++) grad_chunk(g, tap, step, K, n, j, part);

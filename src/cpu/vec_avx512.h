@@ -14,6 +14,7 @@
  * FMAs/ns against 4.6 with shifts only and 3.7 with loads only, K = 31). The register
  * windows need the vector after the last tap's: up to 16 floats more are read. */
 #define VEC_WINDOW_OVERREAD 16
+#define VEC_CHEAP_PERMUTE 1 /* vf_permute2 is one instruction: transposes pay */
 
 typedef __m512 vf;    /* 16 floats */
 typedef __m512i vi;   /* 16 int32 */

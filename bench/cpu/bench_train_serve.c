@@ -152,8 +152,8 @@ int bench_train_serve(dwconv_context *ctx, int threads, int warmup, int repeat, 
         const serve_case *c = &cases[i];
         if (only && !strstr(c->name, only)) continue;
         if (!header) {
-            printf("\n| problem (f32, %d threads) | ms | GB/s moved | of copy (target) | oracle | "
-                   "load |\n|---|---|---|---|---|---|\n", threads);
+            printf("\n| problem (f32, %d threads) | ms | GB/s moved | copy of those bytes ms | "
+                   "of copy (target) | oracle | load |\n|---|---|---|---|---|---|---|\n", threads);
             header = 1;
         }
         serve_data s;
@@ -177,8 +177,8 @@ int bench_train_serve(dwconv_context *ctx, int threads, int warmup, int repeat, 
             fprintf(stderr, "bench_cpu: %s: %s\n", c->name, dwconv_last_error());
             failed = 1;
         } else {
-            printf("| %s | %.3f | %.1f | %.3f", c->name, t.work_ms,
-                   2.0 * (double)s.copy_bytes / (t.work_ms * 1e6), t.ratio);
+            printf("| %s | %.3f | %.1f | %.3f | %.3f", c->name, t.work_ms,
+                   2.0 * (double)s.copy_bytes / (t.work_ms * 1e6), t.copy_ms, t.ratio);
             if (c->of_copy > 0) printf(" (%.2f: %s)", c->of_copy, t.ratio >= c->of_copy ? "met" : "missed");
             printf(" | %s | %s; %.1f%% |\n",
                    bitwise < 0 ? "not checked" : bitwise ? "bitwise equal" : "DIFFERENT",

@@ -40,7 +40,8 @@ ALWAYS_INLINE void decode_channel(const dwconv_cpu_decode *job, int64_t c, float
     decode_new_state(job, c, in, 1, dt);
 }
 
-enum { DECODE_MAX_PERMUTED = 8 }; /* the largest P whose blocks are permuted */
+enum { DECODE_MAX_PERMUTED = 8 };
+enum { DECODE_PREFETCH_BLOCKS = 8 }; /* state read ahead, in blocks (measured: 4-16 alike) */ /* the largest P whose blocks are permuted */
 
 /* How a block of VL channels' f32 states (VL*P floats, P vectors V[m]) is taken apart
  * and put together with permutes. */
@@ -57,11 +58,12 @@ static void plan_permutes(int64_t P, decode_permutes *q) {
                 const int64_t e = l * P + i;
                 q->pick[i][m][l] = (int32_t)(e / VL == m ? VL + e % VL : l);
             }
+    int32_t channel = 0, at = 0; /* float e = m*VL + l is input `at` of `channel` */
     for (int64_t m = 0; m < P; m++)
-        for (int l = 0; l < VL; l++) {
-            const int64_t e = m * VL + l;
-            q->token[m][l] = (int32_t)(e / P);
-            q->last[m][l] = e % P == P - 1;
+        for (int l = 0; l < VL; l++) { /* (no division: this runs for every call) */
+            q->token[m][l] = channel;
+            q->last[m][l] = at == P - 1;
+            if (++at == P) at = 0, channel++;
         }
 }
 
@@ -69,15 +71,20 @@ static void plan_permutes(int64_t P, decode_permutes *q) {
  * read as P vectors and taken apart by permutes (lane l: channel c0 + l); one token
  * into a shift register moves the block down by one float with whole vectors (the
  * last one never read past the block) and puts the tokens in by a permute. */
-static void decode_vector_f32(const dwconv_cpu_decode *job, int64_t c0, const decode_permutes *q,
-                              const int act) {
-    const int64_t P = job->state_length, T = job->tokens, K = job->kernel_size, C = job->channels;
+ALWAYS_INLINE void decode_vector_f32(const dwconv_cpu_decode *job, int64_t c0,
+                                     const decode_permutes *q, const int act, const int PC) {
+    /* PC: P as a constant (the loops unroll, the block stays in registers), or 0 */
+    const int64_t P = PC ? PC : job->state_length, T = job->tokens, K = job->kernel_size;
+    const int64_t C = job->channels;
     float *state = (float *)job->state + c0 * P;
     vf block[DECODE_MAX_PERMUTED], in[DECODE_MAX_PERMUTED + DWCONV_DECODE_MAX_TOKENS];
     for (int64_t m = 0; m < P; m++) block[m] = vf_loadu(state + m * VL);
+    for (int64_t m = 0; m < P * VL; m += 16) /* some blocks on: the loads above wait on memory */
+        __builtin_prefetch(state + DECODE_PREFETCH_BLOCKS * P * VL + m, 1);
     for (int64_t i = 0; i < P; i++) { /* input i: circular states start at seen */
         const int64_t at = decode_slot(job, i);
         vf r = block[0];
+        UNROLLED
         for (int64_t m = 0; m < P; m++) r = vf_permute2(r, vi_loadu(q->pick[at][m]), block[m]);
         in[i] = r;
     }
@@ -105,6 +112,7 @@ static void decode_vector_f32(const dwconv_cpu_decode *job, int64_t c0, const de
         }
     }
     if (job->seen < 0 && T == 1) {
+        UNROLLED
         for (int64_t m = 0; m < P; m++) {
             vf down = m + 1 < P ? vf_loadu(state + m * VL + 1)
                                 : vf_load_part(state + m * VL + 1, VL - 1);
@@ -167,7 +175,12 @@ ALWAYS_INLINE void decode_typed(const dwconv_cpu_decode *job, int64_t c0, int64_
         job->tokens <= DWCONV_DECODE_MAX_TOKENS && c1 - c0 >= VL) {
         decode_permutes q;
         plan_permutes(P, &q);
-        for (; c + VL <= c1; c += VL) decode_vector_f32(job, c, &q, act);
+        switch (P) { /* the serving shapes' states: K = 2, 3, 4 */
+        case 1: for (; c + VL <= c1; c += VL) decode_vector_f32(job, c, &q, act, 1); break;
+        case 2: for (; c + VL <= c1; c += VL) decode_vector_f32(job, c, &q, act, 2); break;
+        case 3: for (; c + VL <= c1; c += VL) decode_vector_f32(job, c, &q, act, 3); break;
+        default: for (; c + VL <= c1; c += VL) decode_vector_f32(job, c, &q, act, 0); break;
+        }
     }
     for (; c + VL <= c1; c += VL) decode_vector(job, c, scratch, dt, act);
     for (; c < c1; c++) decode_channel(job, c, scratch, dt, act);

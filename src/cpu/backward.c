@@ -2,16 +2,19 @@
  * exactly as the contract orders it (docs/numerics.md, "The backward pass"), so the
  * bits are the reference's whatever the thread count and the SIMD flavour.
  *
- * A row is staged in f32 once, as the taps read it (padding and carried state
- * applied): xp[q] is padded position q - pad_left. From it and dy:
+ * A row's taps are staged in f32 once, as they read (padding and carried state
+ * applied): xp[q] is padded position q - pad_left; for f32 x with adjacent positions
+ * only the edge chunks are staged and the chunks between read x where it lies (f32 dy
+ * likewise). From them and dy:
  *   g   = dy * act'(z), z recomputed by the forward's conv kernel (no activation);
  *   dx  for inputs whose contributions all come straight from outputs in range (the
  *       interior [A, B)): dx[i] is the fma chain over o ascending, which for stride 1
  *       is tap k descending: conv over g with the taps (and weights) reversed. The
  *       other inputs (the edges, padding's sources, the state) are scattered from the
  *       outputs that reach them, in the reference's (o, k) order;
- *   dweight, dbias: the chunk partials (grad_partials), the row's tree, kept per row;
- *       after all rows, each channel's tree over b.
+ *   dweight, dbias: the chunk partials (grad_partials: each chunk's chains, several
+ *       chunks side by side in vectors), the row's tree, kept per row; after all
+ *       rows, each channel's tree over b, in b order.
  * Rows whose staging would outgrow the data (a span far beyond the row) are computed
  * per output, as the reference does. */
 #include <config.h>

@@ -2,7 +2,8 @@
  * for, each timed against a copy of the same bytes in the same run (pairs, median of
  * the per-pair ratios: tools/pair_timing.c) and, when configure found oneDNN, against
  * oneDNN on the same data in the same run. Every result is first checked against the
- * scalar oracle bit for bit. Prints a markdown table for bench/RESULTS-cpu.md. */
+ * scalar oracle bit for bit. Prints a markdown table for bench/RESULTS-cpu.md, then
+ * the backward pass's and the causal operations' table (bench_train_serve.c). */
 #include <config.h>
 
 #include <math.h>
@@ -15,6 +16,7 @@
 #endif
 
 #include "bench_data.h"
+#include "bench_train_serve.h"
 #include "dwconv.h"
 #include "onednn.h"
 #include "pair_timing.h"
@@ -296,6 +298,7 @@ int main(int argc, char **argv) {
         print_row(&cases[i], &r, cases[i].threads ? cases[i].threads : o.threads);
         failed |= r.bitwise == 0;
     }
+    failed |= bench_train_serve(ctx, o.threads, o.warmup, o.repeat, o.check, o.only);
     printf("\nload average at end: %s\n", bench_load_average());
     dwconv_context_destroy(ctx);
     return failed;

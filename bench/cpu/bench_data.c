@@ -21,7 +21,7 @@ static uint64_t splitmix(uint64_t *state) {
 
 /* Values of magnitude in [2^-7, 1) with random signs, built from bits (no zeros, no
  * rounding question); each chunk seeded by its index, so threads do not matter. */
-static void fill(void *data, dwconv_dtype dtype, int64_t n, uint64_t seed) {
+void bench_fill(void *data, dwconv_dtype dtype, int64_t n, uint64_t seed) {
     const int64_t chunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < chunks; c++) {
@@ -61,8 +61,8 @@ int bench_data_make(bench_data *b, dwconv_context *ctx, const dwconv_desc *d, in
         allocate(b, &b->w, b->w_bytes, "weight") ||
         (bias && allocate(b, &b->bias, b->bias_bytes, "bias")))
         return 1;
-    fill(b->x, d->dtype, xn, 1), fill(b->w, d->weight_dtype, wn, 2);
-    if (bias) fill(b->bias, d->weight_dtype, bn, 3);
+    bench_fill(b->x, d->dtype, xn, 1), bench_fill(b->w, d->weight_dtype, wn, 2);
+    if (bias) bench_fill(b->bias, d->weight_dtype, bn, 3);
 
     b->copy_bytes = (b->x_bytes + b->y_bytes + b->w_bytes + b->bias_bytes + 1) / 2;
     b->copy_src = b->x, b->copy_dst = b->y;

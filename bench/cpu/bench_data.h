@@ -5,6 +5,7 @@
 #define DWCONV_BENCH_DATA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dwconv.h"
 #include "pair_timing.h"
@@ -19,6 +20,10 @@ typedef struct bench_data {
     size_t copy_bytes;
     void *expected; /* the oracle's y, or NULL without a check */
 } bench_data;
+
+/* n values of magnitude in [2^-7, 1), random signs, from a seed (threads do not
+ * change them). */
+void bench_fill(void *data, dwconv_dtype dtype, int64_t n, uint64_t seed);
 
 /* 0 on success; otherwise the reason is on stderr. */
 int bench_data_make(bench_data *b, dwconv_context *ctx, const dwconv_desc *desc, int bias,

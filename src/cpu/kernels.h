@@ -46,6 +46,27 @@ typedef struct dwconv_cpu_nlc {
     int64_t prefetch_ahead; /* bytes past the newest input row read to prefetch */
 } dwconv_cpu_nlc;
 
+/* The decode update of one sequence (dwconv_causal_update), channels c of its slot:
+ * the state's inputs then the tokens, y[t] = act(bias + sum_k w[k] in[P + t - span + k d])
+ * (fma chain, k ascending), then the new state (shift register: the last P inputs;
+ * circular: the tokens written from position seen on). */
+typedef struct dwconv_cpu_decode {
+    dwconv_dtype dtype;       /* of x, y and the state */
+    int64_t kernel_size, dilation, span;
+    int64_t state_length;     /* P >= span */
+    int64_t tokens;           /* T */
+    int activation;
+    int64_t channels;         /* C */
+    const float *weight_kc;   /* [k][c]: K*C weights, widened to f32 */
+    const float *bias;        /* C, widened (zeros without bias) */
+    const void *x;            /* this sequence's (b = 0) element: x[c*x_channel + t*x_token] */
+    int64_t x_channel, x_token;
+    void *y;
+    int64_t y_channel, y_token;
+    void *state;              /* this sequence's slot: state[c*P + i] */
+    int64_t seen;             /* circular: cache_seqlens[b]; -1: a shift register */
+} dwconv_cpu_decode;
+
 typedef struct dwconv_cpu_kernels {
     const char *name; /* "generic", "avx2", "avx512": what DWCONV_CPU_SIMD selects */
     int lanes;        /* floats per vector: n below is always a multiple of it */
@@ -70,6 +91,22 @@ typedef struct dwconv_cpu_kernels {
     /* Makes this thread's streamed stores visible to others: every thread that may have
      * streamed calls it once, after its last kernel call. */
     void (*fence)(void);
+
+    /* ---- the backward pass (kernels_backward.h) ---- */
+    /* g[j] = dwconv_activation_grad(act, z[j], dy[j]), j < n; g may be z or dy. */
+    void (*act_grad)(int act, const float *z, const float *dy, int64_t n, float *g);
+    /* One row's chunk partials of dweight and dbias: for chunk j of DWCONV_GRAD_CHUNK
+     * outputs (the last one maybe shorter), part[j*(K+1) + k] = the fma chain from +0
+     * over its outputs o ascending of g[o] * tap[k][o*step], part[j*(K+1) + K] = the
+     * sum of its g[o] from +0 (when sums; else anything). Where tap[k] == tap[0] + k
+     * it may read up to lanes - 1 floats past tap[K-1][(n-1)*step], and it prefetches
+     * (never reads) further on. */
+    void (*grad_partials)(const float *g, const float *const *tap, int64_t step, int64_t K,
+                          int64_t n, int sums, float *part);
+
+    /* ---- the decode update (kernels_decode.h) ---- */
+    /* Channels [c0, c1) of one sequence; scratch holds (P + T) * 64 floats. */
+    void (*decode)(const dwconv_cpu_decode *job, int64_t c0, int64_t c1, float *scratch);
 
     /* out[j] = the activation act (a dwconv_activation) of in[j], j < n, computed as the
      * kernels compute it; act DWCONV_CPU_EXP gives the bits of dwconv_exp_bits(in[j])
@@ -107,5 +144,25 @@ const dwconv_cpu_kernels *dwconv_cpu_kernels_active(char *msg, size_t msg_size);
 /* dwconv_cpu_fast with a given flavour: the tests run every flavour this way. */
 dwconv_status dwconv_cpu_fast_with(const dwconv_cpu_kernels *kernels, const dwconv_problem *p,
                                    int threads);
+
+/* The backward pass (backward.c) and the causal operations (causal.c) with a given
+ * flavour, for the tests; as dwconv_cpu_backward and dwconv_cpu_causal otherwise (the
+ * causal operations' index arrays already checked). */
+dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const dwconv_problem *p,
+                                       int threads, char *msg);
+dwconv_status dwconv_cpu_causal_with(const dwconv_cpu_kernels *kernels, const dwconv_problem *p,
+                                     int threads, char *msg);
+
+/* Which paths the last backward or causal call of this process took (for the tests,
+ * which check that the fast path ran where it fits): DWCONV_CPU_PATH_* bits. */
+enum {
+    DWCONV_CPU_PATH_STAGED_ROWS = 1,   /* backward: rows staged in f32 (else per output) */
+    DWCONV_CPU_PATH_VECTOR_DX = 2,     /* backward: dx's interior by the conv kernel */
+    DWCONV_CPU_PATH_FORWARD_KERNELS = 4, /* causal forward: y by the forward's fast path */
+    DWCONV_CPU_PATH_DECODE_KERNEL = 8, /* decode: the decode kernel */
+    DWCONV_CPU_PATH_DIRECT_X = 16,     /* backward: x read where it lies between the edges */
+};
+int dwconv_cpu_last_paths(void);
+void dwconv_cpu_set_last_paths(int paths);
 
 #endif

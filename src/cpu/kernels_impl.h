@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dwconv_elements.h"
+#include "dwconv_grad.h"
 #include "kernels.h"
 
 #define VL VEC_LANES
@@ -357,6 +358,9 @@ static void k_activate(int act, const float *in, int64_t n, float *out) {
     else BY_ACTIVATION(act, activate_typed, in, n, out);
 }
 
+#include "kernels_backward.h"
+#include "kernels_decode.h"
+
 /* One fence a thread, after all its streamed stores: one per kernel call cost a
  * quarter of the time of a stride-2 row (each waits for the stores to drain). */
 static void k_fence(void) { vec_fence(); }
@@ -372,4 +376,7 @@ const dwconv_cpu_kernels KERNELS_TABLE = {
     .nlc = k_nlc,
     .fence = k_fence,
     .activate = k_activate,
+    .act_grad = k_act_grad,
+    .grad_partials = k_grad_partials,
+    .decode = k_decode,
 };

@@ -11,6 +11,7 @@
 #define VEC_LANES 8
 #define VEC_BLOCK 4 /* output vectors in flight: 16 ymm registers leave room for 4 */
 #define VEC_WINDOW_OVERREAD 0 /* windows are plain loads (no cross-lane valignd here) */
+#define VEC_CHEAP_PERMUTE 0 /* vf_permute2 is four instructions */
 
 typedef __m256 vf;  /* 8 floats */
 typedef __m256i vi; /* 8 int32 */
@@ -47,6 +48,12 @@ static inline __m256i vec_first(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 static inline vf vf_load_part(const float *p, int n) { return _mm256_maskload_ps(p, vec_first(n)); }
+static inline vi vi_loadu(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+/* lane idx of a (idx < 8) or lane idx - 8 of b */
+static inline vf vf_permute2(vf a, vi idx, vf b) {
+    const __m256 use_b = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(7)));
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, idx), _mm256_permutevar8x32_ps(b, idx), use_b);
+}
 static inline void vf_store_part(float *p, vf v, int n) { _mm256_maskstore_ps(p, vec_first(n), v); }
 
 /* p[0], p[2], ..., p[14] */

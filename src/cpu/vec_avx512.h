@@ -14,6 +14,7 @@
  * FMAs/ns against 4.6 with shifts only and 3.7 with loads only, K = 31). The register
  * windows need the vector after the last tap's: up to 16 floats more are read. */
 #define VEC_WINDOW_OVERREAD 16
+#define VEC_CHEAP_PERMUTE 1 /* vf_permute2 is one instruction: transposes pay */
 
 typedef __m512 vf;    /* 16 floats */
 typedef __m512i vi;   /* 16 int32 */
@@ -59,6 +60,9 @@ static inline vf vf_window(vf lo, vf hi, const float *p, int r) {
 /* n < 16 elements; the masked lanes are neither read nor written */
 static inline __mmask16 vec_first(int n) { return (__mmask16)((1u << n) - 1); }
 static inline vf vf_load_part(const float *p, int n) { return _mm512_maskz_loadu_ps(vec_first(n), p); }
+static inline vi vi_loadu(const int32_t *p) { return _mm512_loadu_si512(p); }
+/* lane idx of a (idx < 16) or lane idx - 16 of b */
+static inline vf vf_permute2(vf a, vi idx, vf b) { return _mm512_permutex2var_ps(a, idx, b); }
 static inline void vf_store_part(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, vec_first(n), v); }
 
 /* p[0], p[2], ..., p[30] */

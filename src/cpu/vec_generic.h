@@ -11,6 +11,7 @@
 #define VEC_LANES 1
 #define VEC_BLOCK 8
 #define VEC_WINDOW_OVERREAD 0
+#define VEC_CHEAP_PERMUTE 0
 
 typedef float vf;
 typedef int32_t vi;
@@ -63,6 +64,9 @@ static inline vf vf_window(vf lo, vf hi, const float *p, int r) {
 static inline vf vf_load_even(const float *p) { return p[0]; }
 /* one lane: a partial vector is never asked for (n < 1) */
 static inline vf vf_load_part(const float *p, int n) { return n > 0 ? *p : 0.0f; }
+static inline vi vi_loadu(const int32_t *p) { return *p; }
+/* lane idx of a (idx < VL) or lane idx - VL of b */
+static inline vf vf_permute2(vf a, vi idx, vf b) { return idx ? b : a; }
 static inline void vf_store_part(float *p, vf v, int n) { if (n > 0) *p = v; }
 static inline vh vh_load_part(const uint16_t *p, int n) { return n > 0 ? *p : 0; }
 static inline void vh_store_part(uint16_t *p, vh h, int n) { if (n > 0) *p = h; }

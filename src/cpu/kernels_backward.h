@@ -1,0 +1,231 @@
+/* The backward pass's kernels (part of kernels_impl.h, compiled once per flavour):
+ * the activation's gradient and the weight and bias gradients' chunk partials, each
+ * in the contract's operations and order (docs/numerics.md, "The backward pass"). The
+ * input gradient needs no kernel of its own: it is conv over the reversed taps. */
+
+/* ---- g = dy * act'(z) ---- */
+
+/* dwconv_activation_grad for silu in lanes with |z| <= 86 (the others, and NaN, are
+ * redone by the scalar function): s = (z >= 0 ? 1 : t) / (1 + t), t = e^-|z|. */
+static inline vf v_silu_grad(vf z, vf dy) {
+    const vf one = vf_set1(1.0f);
+    const vf a = vi_as_vf(vi_and(vf_as_vi(z), vi_set1(INT32_MAX)));
+    const vf t = vi_as_vf(v_exp_bits(a, 1));
+    const vf s = vf_div(vf_select(vf_lt(z, vf_set1(0.0f)), t, one), vf_add(one, t));
+    return vf_mul(dy, vf_mul(s, vf_fma(z, vf_sub(one, s), one)));
+}
+
+ALWAYS_INLINE void act_grad_typed(const float *z, const float *dy, int64_t n, float *g,
+                                  const int act) {
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) {
+        const vf zv = vf_loadu(z + j), dv = vf_loadu(dy + j);
+        if (act == DWCONV_ACT_RELU) {
+            vf_storeu(g + j, vf_select(vf_gt(zv, vf_set1(0.0f)), dv, vf_set1(0.0f)));
+            continue;
+        }
+        const vf a = vi_as_vf(vi_and(vf_as_vi(zv), vi_set1(INT32_MAX)));
+        if (vm_any(vf_nle(a, vf_set1(DWCONV_SILU_COLD)))) { /* rare: g may be z */
+            float lanes[VL];
+            for (int64_t i = 0; i < VL; i++)
+                lanes[i] = dwconv_activation_grad(act, z[j + i], dy[j + i]);
+            memcpy(g + j, lanes, sizeof lanes);
+        } else {
+            vf_storeu(g + j, v_silu_grad(zv, dv));
+        }
+    }
+    for (; j < n; j++) g[j] = dwconv_activation_grad(act, z[j], dy[j]);
+}
+
+/* g[j] = dwconv_activation_grad(act, z[j], dy[j]), j < n (g may be z). */
+static void k_act_grad(int act, const float *z, const float *dy, int64_t n, float *g) {
+    if (act == DWCONV_ACT_RELU) act_grad_typed(z, dy, n, g, DWCONV_ACT_RELU);
+    else if (act == DWCONV_ACT_SILU) act_grad_typed(z, dy, n, g, DWCONV_ACT_SILU);
+    else if (g != dy) memcpy(g, dy, sizeof *g * (size_t)n);
+}
+
+/* ---- dweight and dbias: each chunk's partials ---- */
+
+enum { GRAD_CHUNKS_IN_FLIGHT = 4 }; /* independent chains hide the fma latency */
+
+/* Chunks [j, j + 4), all full: one vector per output holds its K taps (adjacent in
+ * memory, K <= VL), so each lane k is chunk's chain for tap k. */
+ALWAYS_INLINE void grad_chunks_by_output(const float *g, const float *x0, int64_t step, int64_t K,
+                                         int64_t j, float *part, const int sums) {
+    vf acc[GRAD_CHUNKS_IN_FLIGHT];
+    float sum[GRAD_CHUNKS_IN_FLIGHT];
+    UNROLLED
+    for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) acc[m] = vf_set1(0.0f), sum[m] = 0.0f;
+    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) {
+        if (t % 16 == 0) /* the next chunks' x, first read here (the streams interleave) */
+            for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++)
+                __builtin_prefetch(x0 + ((j + m + 2 * GRAD_CHUNKS_IN_FLIGHT) * DWCONV_GRAD_CHUNK + t) * step);
+        UNROLLED
+        for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {
+            const int64_t o = (j + m) * DWCONV_GRAD_CHUNK + t;
+            acc[m] = vf_fma(vf_set1(g[o]), vf_loadu(x0 + o * step), acc[m]);
+            if (sums) sum[m] = sum[m] + g[o];
+        }
+    }
+    float lanes[VL];
+    for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {
+        float *pj = part + (j + m) * (K + 1);
+        vf_storeu(lanes, acc[m]);
+        for (int64_t k = 0; k < K; k++) pj[k] = lanes[k];
+        pj[K] = sum[m];
+    }
+}
+
+/* Chunks [j, j + 4), all full, one tap at a time: four chains in flight. */
+static void grad_chunks_by_tap(const float *g, const float *const *tap, int64_t step, int64_t K,
+                               int64_t j, float *part) {
+    for (int64_t k = 0; k <= K; k++) {
+        float acc[GRAD_CHUNKS_IN_FLIGHT] = {0.0f};
+        for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) {
+            UNROLLED
+            for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) {
+                const int64_t o = (j + m) * DWCONV_GRAD_CHUNK + t;
+                acc[m] = k < K ? DWCONV_FMAF(g[o], tap[k][o * step], acc[m]) : acc[m] + g[o];
+            }
+        }
+        for (int m = 0; m < GRAD_CHUNKS_IN_FLIGHT; m++) part[(j + m) * (K + 1) + k] = acc[m];
+    }
+}
+
+/* ---- VL whole chunks at once, lane m = chunk m: the row transposed by permutes ---- */
+
+enum { GRAD_TRANSPOSED_REACH = 256 }; /* taps' span of a chunk (63*step + span + 1), at most */
+enum { GRAD_TRANSPOSED_COPY = 15 * 64 * 4 + GRAD_TRANSPOSED_REACH + 16 }; /* floats */
+#define VL_LOG2 (VL == 16 ? 4 : VL == 8 ? 3 : VL == 4 ? 2 : VL == 2 ? 1 : 0)
+
+/* The index vectors of a VL x VL transpose: stage st swaps the off-diagonal blocks of
+ * size s = VL >> (st + 1) between rows r and r + s. */
+typedef struct grad_transpose {
+    int32_t lo[8][VL], hi[8][VL];
+} grad_transpose;
+
+static void plan_transpose(grad_transpose *q) {
+    int st = 0;
+    for (int s = VL / 2; s >= 1; s /= 2, st++)
+        for (int l = 0; l < VL; l++) {
+            q->lo[st][l] = l & s ? VL + l - s : l;
+            q->hi[st][l] = l & s ? VL + l : l + s;
+        }
+}
+
+/* dst[c*VL + r] = src[r*row_stride + c] for r, c < VL. */
+static inline void transpose_block(const float *src, int64_t row_stride, float *dst,
+                                   const grad_transpose *q) {
+    vf v[VL];
+    UNROLLED
+    for (int r = 0; r < VL; r++) v[r] = vf_loadu(src + r * row_stride);
+    UNROLLED
+    for (int st = 0; st < VL_LOG2; st++) {
+        const int s = VL >> (st + 1);
+        const vi lo = vi_loadu(q->lo[st]), hi = vi_loadu(q->hi[st]);
+        UNROLLED
+        for (int r = 0; r < VL; r++)
+            if (!(r & s)) {
+                const vf a = v[r], b = v[r + s];
+                v[r] = vf_permute2(a, lo, b);
+                v[r + s] = vf_permute2(a, hi, b);
+            }
+    }
+    UNROLLED
+    for (int r = 0; r < VL; r++) vf_storeu(dst + r * VL, v[r]);
+}
+
+/* Taps [k0, k0 + NK) of chunks [j, j + VL): NK chains in flight. */
+ALWAYS_INLINE void grad_taps_transposed(const float *gt, const float *xt, int64_t step,
+                                        int64_t dil, int64_t K, int64_t j, int64_t k0,
+                                        float *part, const int NK) {
+    vf acc[4];
+    UNROLLED
+    for (int i = 0; i < NK; i++) acc[i] = vf_set1(0.0f);
+    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) {
+        const vf gv = vf_loadu(gt + t * VL);
+        UNROLLED
+        for (int i = 0; i < NK; i++)
+            acc[i] = vf_fma(gv, vf_loadu(xt + (t * step + (k0 + i) * dil) * VL), acc[i]);
+    }
+    float lanes[VL];
+    for (int i = 0; i < NK; i++) {
+        vf_storeu(lanes, acc[i]);
+        for (int m = 0; m < VL; m++) part[(j + m) * (K + 1) + k0 + i] = lanes[m];
+    }
+}
+
+/* Chunks [j, j + VL), all full, their taps within GRAD_TRANSPOSED_REACH: g and x
+ * transposed so that lane m follows chunk m's chains; reads up to VL - 1 floats past
+ * the last tap. */
+static void grad_chunks_transposed(const float *g, const float *x0, int64_t step, int64_t dil,
+                                   int64_t K, int64_t j, int sums, float *part,
+                                   const grad_transpose *q) {
+    float gt[DWCONV_GRAD_CHUNK * VL], xt[GRAD_TRANSPOSED_REACH * VL];
+    float copy[GRAD_TRANSPOSED_COPY];
+    const int64_t o = j * DWCONV_GRAD_CHUNK, reach = (DWCONV_GRAD_CHUNK - 1) * step + (K - 1) * dil + 1;
+    /* g and x are first read here: front to back into a copy (a stream the prefetchers
+     * follow; the transposes' order is not), then transposed from it */
+    const int64_t rows = VL * DWCONV_GRAD_CHUNK;
+    for (int64_t i = 0; i < rows; i += VL) vf_storeu(copy + i, vf_loadu(g + o + i));
+    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t += VL)
+        transpose_block(copy + t, DWCONV_GRAD_CHUNK, gt + t * VL, q);
+    const int64_t span = (VL - 1) * DWCONV_GRAD_CHUNK * step + (reach + VL - 1) / VL * VL;
+    for (int64_t i = 0; i < span; i += VL) vf_storeu(copy + i, vf_loadu(x0 + o * step + i));
+    for (int64_t t = 0; t < reach; t += VL)
+        transpose_block(copy + t, DWCONV_GRAD_CHUNK * step, xt + t * VL, q);
+    for (int64_t k0 = 0; k0 < K; k0 += 4) {
+        switch (K - k0) {
+        case 1: grad_taps_transposed(gt, xt, step, dil, K, j, k0, part, 1); break;
+        case 2: grad_taps_transposed(gt, xt, step, dil, K, j, k0, part, 2); break;
+        case 3: grad_taps_transposed(gt, xt, step, dil, K, j, k0, part, 3); break;
+        default: grad_taps_transposed(gt, xt, step, dil, K, j, k0, part, 4); break;
+        }
+    }
+    if (!sums) return;
+    vf sum = vf_set1(0.0f);
+    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) sum = vf_add(sum, vf_loadu(gt + t * VL));
+    float lanes[VL];
+    vf_storeu(lanes, sum);
+    for (int m = 0; m < VL; m++) part[(j + m) * (K + 1) + K] = lanes[m];
+}
+
+/* Chunk j (maybe short), scalar. */
+static void grad_chunk(const float *g, const float *const *tap, int64_t step, int64_t K,
+                       int64_t n, int64_t j, float *part) {
+    const int64_t begin = j * DWCONV_GRAD_CHUNK;
+    const int64_t end = begin + DWCONV_GRAD_CHUNK < n ? begin + DWCONV_GRAD_CHUNK : n;
+    float *pj = part + j * (K + 1);
+    for (int64_t k = 0; k < K; k++) {
+        float acc = 0.0f;
+        for (int64_t o = begin; o < end; o++) acc = DWCONV_FMAF(g[o], tap[k][o * step], acc);
+        pj[k] = acc;
+    }
+    float sum = 0.0f;
+    for (int64_t o = begin; o < end; o++) sum = sum + g[o];
+    pj[K] = sum;
+}
+
+static void k_grad_partials(const float *g, const float *const *tap, int64_t step, int64_t K,
+                            int64_t n, int sums, float *part) {
+    const int64_t full = n / DWCONV_GRAD_CHUNK, chunks = dwconv_grad_chunks(n);
+    int by_output = VL > 1 && K <= VL;
+    for (int64_t k = 1; k < K; k++) by_output = by_output && tap[k] == tap[0] + k;
+    int64_t j = 0;
+    /* equal taps (tap[k] == tap[0] + k*dil) within reach: the transposed chunks */
+    const int64_t dil = K > 1 ? tap[1] - tap[0] : 0;
+    int even = VEC_CHEAP_PERMUTE && dil >= 0 && step <= 4 &&
+               (DWCONV_GRAD_CHUNK - 1) * step + (K - 1) * dil + VL <= GRAD_TRANSPOSED_REACH;
+    for (int64_t k = 1; k < K; k++) even = even && tap[k] == tap[0] + k * dil;
+    if (even && full >= VL) {
+        grad_transpose q;
+        plan_transpose(&q);
+        for (; j + VL <= full; j += VL) grad_chunks_transposed(g, tap[0], step, dil, K, j, sums, part, &q);
+    }
+    for (; j + GRAD_CHUNKS_IN_FLIGHT <= full; j += GRAD_CHUNKS_IN_FLIGHT) {
+        if (by_output && sums) grad_chunks_by_output(g, tap[0], step, K, j, part, 1);
+        else if (by_output) grad_chunks_by_output(g, tap[0], step, K, j, part, 0);
+        else grad_chunks_by_tap(g, tap, step, K, j, part);
+    }
+    for (; j < chunks; j++) grad_chunk(g, tap, step, K, n, j, part);
+}

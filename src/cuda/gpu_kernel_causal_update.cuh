@@ -1,0 +1,68 @@
+/*
+ * The decode update (DWCONV_OP_CAUSAL_UPDATE): T new tokens of B sequences against a
+ * pool of states, updated in place. One thread per (sequence, channel) does all of
+ * that pair's work: its T outputs, then its state, so the in-place update needs no
+ * barrier (slots are distinct, checked first) and reads every old value it needs
+ * before it writes one. Threads side by side take neighbouring channels: x and y are
+ * contiguous across them in NLC and, for T = 1, in NCL; the states are S elements
+ * apart. Grid: x = channel blocks, y = sequences (both strided).
+ *
+ * The arithmetic is the reference's (src/reference/causal.c): acc from the bias, one
+ * fmaf per tap in k order, the activation, one rounding; the state is moved raw.
+ */
+#ifndef DWCONV_GPU_KERNEL_CAUSAL_UPDATE_CUH
+#define DWCONV_GPU_KERNEL_CAUSAL_UPDATE_CUH
+
+#include "gpu_kernel_causal_check.cuh"
+
+#define GPU_UPDATE_THREADS 128
+
+template <int XT, int WT>
+__global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kernel(gpu_causal_args a) {
+    typedef typename gpu_elem<XT>::raw xraw;
+    typedef typename gpu_elem<WT>::raw wraw;
+    if ((a.check_in_block && gpu_causal_block_bad(a)) || gpu_causal_verdict_bad(a)) {
+        gpu_causal_refuse(a);
+        return;
+    }
+    const int64_t C = a.channels, K = a.kernel_size, T = a.length, P = a.state_length;
+    const int64_t D = a.dilation, span = a.span;
+    const xraw *x = (const xraw *)a.x;
+    xraw *y = (xraw *)a.y;
+    const wraw *w = (const wraw *)a.weight;
+    for (int64_t b = blockIdx.y; b < a.batch; b += gridDim.y) {
+        const int64_t slot = a.state_indices ? a.state_indices[b] : b;
+        if (slot < 0) continue; /* a padding entry: nothing of it changes */
+        const int64_t seen = a.cache_seqlens ? a.cache_seqlens[b] : 0;
+        for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C;
+             c += (int64_t)gridDim.x * blockDim.x) {
+            xraw *state = (xraw *)a.state_out + (slot * C + c) * P; /* unused when P = 0 */
+            const xraw *xr = x + b * a.x_stride[0] + c * a.x_stride[1];
+            const float b0 = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+            /* input q of the sequence, counted from the first new token: a token, or
+             * the state's input P + q (q >= -span >= -P) */
+#define GPU_UPDATE_INPUT(q)                                                               \
+    ((q) >= 0 ? xr[(q) * a.x_stride[2]]                                                 \
+     : a.cache_seqlens ? state[((seen + (q)) % P + P) % P] : state[P + (q)])
+            for (int64_t t = 0; t < T; t++) {
+                float acc = b0;
+                for (int64_t k = 0; k < K; k++) {
+                    const int64_t q = t - span + k * D;
+                    acc = DWCONV_FMAF(gpu_elem<XT>::widen(GPU_UPDATE_INPUT(q)),
+                                      gpu_elem<WT>::widen(w[c * K + k]), acc);
+                }
+                y[b * a.y_stride[0] + c * a.y_stride[1] + t * a.y_stride[2]] =
+                    gpu_elem<XT>::narrow(dwconv_activate(a.activation, acc));
+            }
+            if (!a.cache_seqlens) { /* shift the tokens in: input i + T moves to i, in
+                                       increasing i, so every read precedes its write */
+                for (int64_t i = 0; i < P; i++) state[i] = GPU_UPDATE_INPUT(i + T - P);
+            } else { /* each token at its place; a later token wins a shared place */
+                for (int64_t t = 0; P > 0 && t < T; t++) state[(seen + t) % P] = xr[t * a.x_stride[2]];
+            }
+#undef GPU_UPDATE_INPUT
+        }
+    }
+}
+
+#endif /* DWCONV_GPU_KERNEL_CAUSAL_UPDATE_CUH */

@@ -179,7 +179,7 @@ static void forward_run(forward_case *f, int bad) {
              test_desc_string(&f->d));
     const dwconv_status want = forward_call(f, 0);
     snprintf(cpu_msg, sizeof cpu_msg, "%s", dwconv_last_error());
-    ck_assert_msg((want != DWCONV_SUCCESS) == bad, "cpu: %d (%s): %s", want, cpu_msg, context);
+    ck_assert_msg((want != DWCONV_SUCCESS) == (bad != 0), "cpu: %d (%s): %s", want, cpu_msg, context);
     ck_assert_msg(forward_call(f, 1) == DWCONV_SUCCESS, "gpu: %s: %s", dwconv_last_error(), context);
     const dwconv_status sync = dwconv_synchronize(gpu);
     if (!bad) {
@@ -382,7 +382,7 @@ static void update_run(update_case *u, int bad) {
              u->circular ? "circular" : "shift register", test_desc_string(&u->d));
     const dwconv_status want = update_call(u, 0);
     snprintf(cpu_msg, sizeof cpu_msg, "%s", dwconv_last_error());
-    ck_assert_msg((want != DWCONV_SUCCESS) == bad, "cpu: %d (%s): %s", want, cpu_msg, context);
+    ck_assert_msg((want != DWCONV_SUCCESS) == (bad != 0), "cpu: %d (%s): %s", want, cpu_msg, context);
     ck_assert_msg(update_call(u, 1) == DWCONV_SUCCESS, "gpu: %s: %s", dwconv_last_error(), context);
     const dwconv_status sync = dwconv_synchronize(gpu);
     if (!bad) {

@@ -33,17 +33,19 @@ __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kerne
     for (int64_t b = blockIdx.y; b < a.batch; b += gridDim.y) {
         const int64_t slot = a.state_indices ? a.state_indices[b] : b;
         if (slot < 0) continue; /* a padding entry: nothing of it changes */
-        const int64_t seen = a.cache_seqlens ? a.cache_seqlens[b] : 0;
+        /* circular: where input 0 of the new tokens goes (one division per
+         * sequence); the taps' places are then at most one wrap away */
+        const int64_t head = a.cache_seqlens && P > 0 ? (int64_t)a.cache_seqlens[b] % P : 0;
         for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C;
              c += (int64_t)gridDim.x * blockDim.x) {
             xraw *state = (xraw *)a.state_out + (slot * C + c) * P; /* unused when P = 0 */
             const xraw *xr = x + b * a.x_stride[0] + c * a.x_stride[1];
             const float b0 = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
             /* input q of the sequence, counted from the first new token: a token, or
-             * the state's input P + q (q >= -span >= -P) */
+             * the state's input P + q (-P <= q < 0) */
 #define GPU_UPDATE_INPUT(q)                                                               \
     ((q) >= 0 ? xr[(q) * a.x_stride[2]]                                                 \
-     : a.cache_seqlens ? state[((seen + (q)) % P + P) % P] : state[P + (q)])
+     : a.cache_seqlens ? state[head + (q) < 0 ? head + (q) + P : head + (q)] : state[P + (q)])
             for (int64_t t = 0; t < T; t++) {
                 float acc = b0;
                 for (int64_t k = 0; k < K; k++) {
@@ -57,8 +59,9 @@ __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kerne
             if (!a.cache_seqlens) { /* shift the tokens in: input i + T moves to i, in
                                        increasing i, so every read precedes its write */
                 for (int64_t i = 0; i < P; i++) state[i] = GPU_UPDATE_INPUT(i + T - P);
-            } else { /* each token at its place; a later token wins a shared place */
-                for (int64_t t = 0; P > 0 && t < T; t++) state[(seen + t) % P] = xr[t * a.x_stride[2]];
+            } else if (P > 0) { /* each token at its place; a later token wins a place */
+                for (int64_t t = 0, at = head; t < T; t++, at = at + 1 == P ? 0 : at + 1)
+                    state[at] = xr[t * a.x_stride[2]];
             }
 #undef GPU_UPDATE_INPUT
         }

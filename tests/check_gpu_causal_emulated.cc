@@ -33,6 +33,7 @@ extern "C" {
 namespace {
 
 const size_t guard = GPU_CASE_GUARD;
+int fused[GPU_FAMILY_COUNT]; /* forwards whose family took the states itself */
 
 /* `bytes` of host memory ending just before an inaccessible page, with `guard` bytes
  * before and after it that start poisoned (outputs), or none (inputs). */
@@ -65,24 +66,22 @@ int same(const buffer &a, const buffer &b, const char *what, char *why, size_t w
 }
 
 /* Runs the module's steps for p on the emulator; 0, or -1 with why. */
-int run_steps(const dwconv_problem *p, dwconv_index_violation *violation, char *why,
+int run_steps(const dwconv_problem *p, dwconv_index_violation *violation, int forced, char *why,
               size_t why_size) {
     int verdict = 0x5a5a5a5a; /* whatever a previous call left there */
     gpu_causal_plan plan;
-    gpu_causal_plan_make(p, violation, &verdict, &plan);
+    gpu_causal_plan_make(p, violation, &verdict, forced, &plan);
     for (int i = 0; i < plan.steps; i++) {
         const gpu_causal_step &s = plan.step[i];
         int rc = 0;
         const char *name = s.name;
         if (s.kind == GPU_STEP_CLEAR_VERDICT) {
             verdict = 0;
-        } else if (s.kind == GPU_STEP_FORWARD) {
-            gpu_conv_args a = gpu_args_make(p);
-            gpu_launch l;
-            gpu_plan_launch(GPU_FAMILY_AUTO, &a, &l);
-            name = gpu_family(l.family)->name;
-            const gpu_kernel_fn kernel = gpu_family_instance(l.family, &a);
-            rc = kernel ? gpu_emulate(kernel, l.grid, l.threads, l.smem, a) : -1;
+        } else if (s.kind == GPU_STEP_FAMILY) {
+            if (s.conv.state_in || s.conv.state_out) fused[s.launch.family]++;
+            rc = s.family_kernel ? gpu_emulate(s.family_kernel, s.launch.grid, s.launch.threads,
+                                               s.launch.smem, s.conv)
+                                 : -1;
         } else {
             const gpu_causal_kernel_fn kernel = s.kernel;
             const gpu_causal_args args = s.args;
@@ -148,12 +147,15 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     const int mode = bad ? (int)test_rng_range(rng, CU_PLAIN, CU_IN_PLACE) : i % MODES;
     const bool cu = mode >= CU_PLAIN && mode <= CU_IN_PLACE;
     const int64_t B = cu ? 1 : test_rng_range(rng, 1, 3);
-    const int64_t L = test_rng_range(rng, 1, i % 5 == 0 ? 700 : 90);
+    int64_t L = test_rng_range(rng, 1, i % 5 == 0 ? 700 : 90);
     dwconv_desc d = random_causal_desc(rng, B, test_rng_range(rng, 1, i % 3 ? 9 : 70), L);
+    if (i % 2) d.channels = (d.channels + 7) / 8 * 8; /* channel-last rows on 16 bytes */
+    if (i % 6 == 1) /* rows shorter than the state: final states keep part of it */
+        d.length = L = test_rng_range(rng, 1, gpu_max64(1, d.dilation * (d.kernel_size - 1)));
     const int64_t N = cu ? test_rng_range(rng, 1, 7) : B;
     const int64_t K = d.kernel_size, C = d.channels, S = d.dilation * (K - 1);
     const size_t xs = dwconv_dtype_size(d.dtype), ws = dwconv_dtype_size(d.weight_dtype);
-    const int shift = (int)test_rng_range(rng, 0, 3);
+    const int shift = i % 2 ? 0 : (int)test_rng_range(rng, 0, 3);
     buffer x(B * C * L * xs, shift * xs, false), w(C * K * ws, 0, false), bias(C * ws, 0, false);
     test_fill_random(rng, d.dtype, x.at, B * C * L);
     test_fill_random(rng, d.weight_dtype, w.at, C * K);
@@ -193,7 +195,8 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
                           mode == CU_STATES || mode == CU_IN_PLACE;
     const bool in_place = mode == IN_PLACE || mode == CU_IN_PLACE;
     const size_t state_bytes = (size_t)(N * C * S) * xs;
-    buffer y(B * C * L * xs, (shift + 1) % 4 * xs, true), y_ref(y.bytes, 0, true);
+    /* x and y alike (both aligned: slide) or apart */
+    buffer y(B * C * L * xs, (i % 2 ? shift : shift + 1) % 4 * xs, true), y_ref(y.bytes, 0, true);
     buffer in(state_bytes, 0, in_place), out(state_bytes, 0, true), out_ref(state_bytes, 0, true);
     buffer in_ref(state_bytes, 0, true); /* the oracle's in-place states */
     if (want_in) {
@@ -225,7 +228,10 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     }
     set_limits(i);
     dwconv_index_violation record = {0, 0, 0, 0};
-    int rc = run_steps(&p, &record, why, why_size);
+    /* one case in three through the generic family: the states then take the outputs
+     * and final states kernels */
+    const int forced = i % 3 == 2 ? GPU_FAMILY_GENERIC : GPU_FAMILY_AUTO;
+    int rc = run_steps(&p, &record, forced, why, why_size);
     if (rc == 0) rc = check_record(&record, ref ? expected : NULL, why, why_size);
     if (rc == 0) rc = same(y, y_ref, "y", why, why_size);
     if (rc == 0 && in_place) rc = same(in, in_ref, "states (in place)", why, why_size);
@@ -307,7 +313,7 @@ int check_update(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     }
     set_limits(i);
     dwconv_index_violation record = {0, 0, 0, 0};
-    int rc = run_steps(&p, &record, why, why_size);
+    int rc = run_steps(&p, &record, GPU_FAMILY_AUTO, why, why_size);
     if (rc == 0) rc = check_record(&record, ref ? expected : NULL, why, why_size);
     if (rc == 0) rc = same(y, y_ref, "y", why, why_size);
     if (rc == 0) rc = same(state, state_ref, "the state pool", why, why_size);
@@ -341,7 +347,15 @@ int main(void) {
         if (check_update(&rng, i, SLOT_OUTSIDE + i % 3, why, sizeof why))
             fprintf(stderr, "FAIL %s\n", why), failures++;
     }
+    /* the families that take states must have done so */
+    for (int f : {GPU_FAMILY_LEAN, GPU_FAMILY_SLIDE})
+        if (fused[f] < 10) {
+            fprintf(stderr, "FAIL the %s family took the states in only %d forwards\n",
+                    gpu_family(f)->name, fused[f]);
+            failures++;
+        }
     printf("%d of %d emulated causal runs match the oracle bit for bit (outputs, states, "
-           "guards, violation records)\n", runs - failures, runs);
+           "guards, violation records); states taken by lean %d, slide %d times\n",
+           runs - failures, runs, fused[GPU_FAMILY_LEAN], fused[GPU_FAMILY_SLIDE]);
     return failures ? 1 : 0;
 }

@@ -35,6 +35,9 @@ typedef struct gpu_causal_args {
 
     /* geometry */
     int64_t first_output, last_output; /* outputs kernel: positions [first, last) */
+    int sequence_starts;               /* outputs kernel: instead, the first S positions
+                                          of each packed sequence (those that read its
+                                          state; a forward family did the rest) */
     int channels_inner;                /* outputs kernel: neighbouring threads take
                                           neighbouring channels (else positions) */
     int inner_threads;                 /* outputs kernel: threads along that dimension */

@@ -6,12 +6,18 @@
  * Causal forward:
  *   - packed sequences given by cu_seqlens: clear the verdict, the check kernel, then
  *     every kernel after it reads the verdict first (bad offsets: nothing written);
- *   - the outputs: no initial state and no packing: the forward's own families
- *     (a plain causal convolution); initial states without packing: the families,
- *     then the outputs kernel over the first S positions (only those read a state);
- *     packed: the outputs kernel over every position;
- *   - final states if asked for, after the outputs (which read the initial states it
- *     may overwrite).
+ *   - the outputs without packing: the forward's own family (a causal convolution
+ *     whose first S inputs come from the state instead of the padding). lean and
+ *     slide take the states themselves (the positions before 0 read the state, and
+ *     the one thread that reads a row's state writes its final state): one launch.
+ *     Other families run plain, then the outputs kernel redoes the first S positions
+ *     (only those read a state) and the final states kernel follows;
+ *   - packed by cu_seqlens: the family (which reads the verdict first) as one plain
+ *     causal convolution over the whole row, then the outputs kernel redoes the first
+ *     S positions of each sequence (the only ones whose taps reach before its start:
+ *     its state, or zeros); seq_idx: the outputs kernel over every position;
+ *   - the final states kernel runs after the outputs (which read the initial states
+ *     it may overwrite).
  * Decode: one kernel that checks the index arrays in every block when B fits a block,
  * else clear, check kernel, decode kernel.
  */
@@ -20,16 +26,20 @@
 
 #include "gpu_kernel_causal_forward.cuh"
 #include "gpu_kernel_causal_update.cuh"
+#include "gpu_dispatch.cuh"
 #include "gpu_launch.cuh"
 
 enum gpu_causal_step_kind {
     GPU_STEP_CLEAR_VERDICT, /* zero the verdict (an int of device memory) */
-    GPU_STEP_FORWARD,       /* the forward operation's own route (gpu_op_forward) */
+    GPU_STEP_FAMILY,        /* a forward family's kernel (family, conv, launch) */
     GPU_STEP_KERNEL         /* a causal kernel with its arguments and geometry */
 };
 
 typedef struct gpu_causal_step {
     int kind;
+    gpu_kernel_fn family_kernel; /* GPU_STEP_FAMILY: the instance, its argument and launch */
+    gpu_conv_args conv;
+    gpu_launch launch;
     gpu_causal_kernel_fn kernel;
     const char *name;
     gpu_causal_args args;
@@ -124,6 +134,23 @@ static void gpu_causal_add_outputs(gpu_causal_plan *plan, const gpu_causal_args 
     s->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
 }
 
+/* The outputs kernel over the first S positions of every packed sequence, threads
+ * across channels. */
+static void gpu_causal_add_sequence_starts(gpu_causal_plan *plan, const gpu_causal_args *base) {
+    gpu_causal_step *s = gpu_causal_add(plan, GPU_STEP_KERNEL, base);
+    gpu_causal_args *a = &s->args;
+    a->sequence_starts = 1, a->channels_inner = 1;
+    int tx = 1;
+    while (tx < GPU_CAUSAL_THREADS && tx < a->channels) tx *= 2;
+    a->inner_threads = tx;
+    s->kernel = GPU_CAUSAL_TYPED(*a, dwconv_causal_outputs_kernel);
+    s->name = "causal sequence starts";
+    s->threads = GPU_CAUSAL_THREADS;
+    s->grid[0] = gpu_clamp(gpu_div_up(a->channels, tx), 1, gpu_limits.grid_x);
+    s->grid[1] = gpu_clamp(gpu_div_up(a->state_count * a->state_length, GPU_CAUSAL_THREADS / tx),
+                           1, gpu_limits.grid_yz);
+}
+
 static gpu_causal_kernel_fn gpu_causal_final_states_instance(int dtype) {
     return dtype == DWCONV_F16    ? dwconv_causal_final_states_kernel<DWCONV_F16>
            : dtype == DWCONV_BF16 ? dwconv_causal_final_states_kernel<DWCONV_BF16>
@@ -137,21 +164,47 @@ static void gpu_causal_rows_grid(gpu_causal_step *s, int threads, int64_t channe
     s->grid[1] = gpu_clamp(rows, 1, gpu_limits.grid_yz);
 }
 
-/* The forward's steps. verdict: an int of device memory for the check's verdict. */
+/* Whether family f's kernel takes the states itself: lean (a tile is longer than
+ * any S it takes), slide where a thread's run is at least S long (so that only the
+ * run from position 0 reads the states). */
+static int gpu_causal_fused(const gpu_conv_args *a, const gpu_launch *l) {
+    if (l->family == GPU_FAMILY_LEAN) return 1;
+    const int V = gpu_vector_width(a->dtype);
+    return l->family == GPU_FAMILY_SLIDE &&
+           a->steps * GPU_SLIDE_STEP(V, a->kernel_size) >= a->dilation * (a->kernel_size - 1);
+}
+
+/* The forward's steps. verdict: an int of device memory for the check's verdict;
+ * forced: a forward family to use where it applies (DWCONV_GPU_KERNEL). */
 static void gpu_causal_plan_forward(const dwconv_problem *p, dwconv_index_violation *violation,
-                                    int *verdict, gpu_causal_plan *plan) {
+                                    int *verdict, int forced, gpu_causal_plan *plan) {
     plan->steps = 0;
     const int packed_cu = p->operand[DWCONV_ROLE_CU_SEQLENS].data != NULL;
     const gpu_causal_args a = gpu_causal_args_make(p, violation, packed_cu ? verdict : NULL);
     if (packed_cu) gpu_causal_add_check(plan, &a);
     const int64_t S = a.state_length, L = a.length;
-    if (packed_cu || a.seq_idx) {
+    int final_kernel = a.state_out && S > 0;
+    if (a.seq_idx) {
         gpu_causal_add_outputs(plan, &a, 0, L);
     } else {
-        gpu_causal_add(plan, GPU_STEP_FORWARD, &a);
-        if (a.state_in && S > 0) gpu_causal_add_outputs(plan, &a, 0, S < L ? S : L);
+        gpu_causal_step *s = gpu_causal_add(plan, GPU_STEP_FAMILY, &a);
+        s->conv = gpu_args_make(p);
+        s->conv.skip = a.verdict; /* bad offsets: the family writes nothing either */
+        gpu_plan_launch(forced, &s->conv, &s->launch);
+        s->name = gpu_family(s->launch.family)->name;
+        const int states = !packed_cu && (a.state_in || a.state_out) && S > 0;
+        if (states && gpu_causal_fused(&s->conv, &s->launch)) {
+            s->conv.state_in = a.state_in, s->conv.state_out = a.state_out;
+            s->conv.state_length = S;
+            final_kernel = 0;
+        }
+        s->family_kernel = gpu_family_instance(s->launch.family, &s->conv);
+        if (packed_cu) /* always: it also records bad offsets */
+            gpu_causal_add_sequence_starts(plan, &a);
+        else if (a.state_in && S > 0 && !s->conv.state_in)
+            gpu_causal_add_outputs(plan, &a, 0, S < L ? S : L);
     }
-    if (a.state_out && S > 0) {
+    if (final_kernel) {
         gpu_causal_step *s = gpu_causal_add(plan, GPU_STEP_KERNEL, &a);
         s->kernel = gpu_causal_final_states_instance(a.dtype), s->name = "causal final states";
         gpu_causal_rows_grid(s, GPU_CAUSAL_THREADS, a.channels, a.state_count);
@@ -179,9 +232,9 @@ static void gpu_causal_plan_update(const dwconv_problem *p, dwconv_index_violati
 }
 
 static void gpu_causal_plan_make(const dwconv_problem *p, dwconv_index_violation *violation,
-                                 int *verdict, gpu_causal_plan *plan) {
+                                 int *verdict, int forced, gpu_causal_plan *plan) {
     if (p->op == DWCONV_OP_CAUSAL_UPDATE) gpu_causal_plan_update(p, violation, verdict, plan);
-    else gpu_causal_plan_forward(p, violation, verdict, plan);
+    else gpu_causal_plan_forward(p, violation, verdict, forced, plan);
 }
 
 #endif /* DWCONV_GPU_CAUSAL_PLAN_CUH */

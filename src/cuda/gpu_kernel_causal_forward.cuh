@@ -2,11 +2,11 @@
  * The causal forward with what the forward's families do not know: carried initial
  * states and packed sequences (cu_seqlens, seq_idx). Two kernels:
  *   outputs       one output per thread over positions [first_output, last_output),
- *                 each tap from where dwconv_ref_tap takes it (x, the sequence's
- *                 initial state, or zero). The module runs it over all positions of
- *                 packed sequences, and over the first S positions only after a
- *                 forward family has written the rest (plain states: only those read
- *                 a state).
+ *                 or the first S positions of each packed sequence, each tap from
+ *                 where dwconv_ref_tap takes it (x, the sequence's initial state, or
+ *                 zero). It redoes the outputs that read a state (or would read
+ *                 across a sequence start) after a forward family has written all of
+ *                 them as one plain causal convolution; seq_idx: all positions.
  *   final states  one thread per (sequence, channel): the last S inputs of the
  *                 sequence's history, in increasing s: input s is read from the
  *                 initial state's s + length, never below s, so in place (final
@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(GPU_CAUSAL_THREADS) dwconv_causal_outputs_kern
         return;
     }
     const int64_t C = a.channels, K = a.kernel_size, S = a.state_length, D = a.dilation;
-    const int64_t positions = a.last_output - a.first_output;
+    const int64_t positions =
+        a.sequence_starts ? a.state_count * S : a.last_output - a.first_output;
     const int64_t inner = a.channels_inner ? C : positions;
     const int64_t outer = a.channels_inner ? positions : C;
     const int TX = a.inner_threads, TY = blockDim.x / TX;
@@ -56,13 +57,17 @@ __global__ void __launch_bounds__(GPU_CAUSAL_THREADS) dwconv_causal_outputs_kern
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t m = (int64_t)blockIdx.y * TY + ty; m < outer; m += (int64_t)gridDim.y * TY)
             for (int64_t i = (int64_t)blockIdx.x * TX + tx; i < inner; i += (int64_t)gridDim.x * TX) {
-                const int64_t c = a.channels_inner ? i : m;
-                const int64_t o = a.first_output + (a.channels_inner ? m : i);
+                const int64_t c = a.channels_inner ? i : m, at = a.channels_inner ? m : i;
+                /* the output, the sequence it belongs to (n), where that sequence's
+                 * history before it starts, and its initial state (NULL: zeros) */
+                int64_t o = a.first_output + at, start = 0, n = b;
+                if (a.sequence_starts) {
+                    n = at / S, start = a.cu_seqlens[n], o = start + at % S;
+                    if (o >= a.cu_seqlens[n + 1]) continue; /* a sequence shorter than S */
+                } else if (a.cu_seqlens) {
+                    n = gpu_causal_sequence(a.cu_seqlens, a.state_count, o, &start);
+                }
                 const xraw *xr = x + b * a.x_stride[0] + c * a.x_stride[1];
-                /* where the history before this output's sequence starts, and its
-                 * initial state (NULL: zeros) */
-                int64_t start = 0, n = b;
-                if (a.cu_seqlens) n = gpu_causal_sequence(a.cu_seqlens, a.state_count, o, &start);
                 const xraw *state = states ? states + (n * C + c) * S : NULL;
                 const int32_t *id = a.seq_idx ? a.seq_idx + b * a.length : NULL;
                 float acc = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;

@@ -185,8 +185,8 @@ static dwconv_status gpu_synchronize(void *state, char *msg) {
 }
 
 #include "gpu_op_backward.cuh"
+#include "gpu_op_causal.cuh"
 #include "gpu_op_forward.cuh"
-#include "gpu_op_causal.cuh" /* after the forward: it runs the forward route */
 
 /* The one route of a problem through this module, by operation: supports and run
  * both ask it, so a precondition and its check are the same code. */

@@ -12,7 +12,7 @@
  * Build in a dwconv build tree (the device tool's remote does):
  *   cc -O2 -Iinclude -Itests bench/gpu/causal_bench.c tests/gpu_graph.c \
  *      src/.libs/libdwconv.so -ldl -o /tmp/causal_bench
- *   DWCONV_MODULE_PATH=$PWD/src/.libs/dwconv /tmp/causal_bench
+ *   DWCONV_MODULE_PATH=$PWD/src/.libs/dwconv /tmp/causal_bench [decode|prefill|varlen|all] [silu|relu]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,7 @@
 #include "gpu_graph.h"
 
 static dwconv_context *ctx;
+static dwconv_activation act; /* argv[2]: none (default), relu or silu */
 
 #define TRY(call)                                                                  \
     do {                                                                           \
@@ -109,7 +110,7 @@ static void decode(dwconv_dtype dt, int tokens) {
     const int64_t B = 64, C = 5120, K = 4;
     dwconv_desc_init(&a.d, B, C, tokens, K);
     a.d.padding = DWCONV_PADDING_CAUSAL, a.d.dtype = a.d.weight_dtype = dt;
-    a.d.activation = DWCONV_ACT_SILU;
+    a.d.activation = act;
     const size_t es = dt == DWCONV_F32 ? 4 : 2;
     a.pool = tokens == 1 ? B : 4 * B;
     a.x = device(B * C * tokens * es, 1), a.y = device(B * C * tokens * es, 2);
@@ -152,19 +153,29 @@ static void prefill_chunks(void *p) {
                                   k ? a->state : NULL, a->state, (char *)a->y + k * a->chunk_bytes));
 }
 
+/* The same 4 chunks without states: what chunking alone costs. */
+static void prefill_chunks_plain(void *p) {
+    prefill_args *a = p;
+    for (int k = 0; k < 4; k++)
+        TRY(dwconv_causal_forward(ctx, &a->part, (char *)a->x + k * a->chunk_bytes, a->w, a->b,
+                                  NULL, NULL, (char *)a->y + k * a->chunk_bytes));
+}
+
 static void prefill(dwconv_layout layout) {
     prefill_args a;
     const int64_t B = 4, C = 5120, L = 4096, K = 4;
     dwconv_desc_init(&a.whole, B, C, L, K);
     a.whole.padding = DWCONV_PADDING_CAUSAL, a.whole.dtype = a.whole.weight_dtype = DWCONV_BF16;
-    a.whole.layout = layout, a.whole.activation = DWCONV_ACT_SILU;
+    a.whole.layout = layout, a.whole.activation = act;
     a.part = a.whole, a.part.length = L / 4;
     a.chunk_bytes = (size_t)(B * C * L / 4) * 2;
     a.x = device(B * C * L * 2, 6), a.y = device(B * C * L * 2, 7);
     a.w = device(C * K * 2, 8), a.b = device(C * 2, 9), a.state = device(B * C * 3 * 2, 10);
     const double one = timed(prefill_one, &a, 50), four = timed(prefill_chunks, &a, 50);
-    printf("prefill B4 C5120 L4096 K4 bf16 %s: one call %.2f us, 4 chunks with states %.2f us "
-           "(%.3fx)\n", layout ? "NLC" : "NCL", one * 1e3, four * 1e3, four / one);
+    const double plain = timed(prefill_chunks_plain, &a, 50);
+    printf("prefill B4 C5120 L4096 K4 bf16 %s: one call %.2f us, 4 chunks with states in place "
+           "%.2f us (%.3fx), 4 chunks without states %.2f us (%.3fx)\n", layout ? "NLC" : "NCL",
+           one * 1e3, four * 1e3, four / one, plain * 1e3, plain / one);
     dwconv_free(ctx, a.x), dwconv_free(ctx, a.y), dwconv_free(ctx, a.w), dwconv_free(ctx, a.b);
     dwconv_free(ctx, a.state);
 }
@@ -201,7 +212,7 @@ static void varlen(void) {
     const int64_t C = 2048, K = 4, L = cu[64];
     dwconv_desc_init(&a.d, 1, C, L, K);
     a.d.padding = DWCONV_PADDING_CAUSAL, a.d.dtype = a.d.weight_dtype = DWCONV_BF16;
-    a.d.layout = DWCONV_LAYOUT_NLC, a.d.activation = DWCONV_ACT_SILU;
+    a.d.layout = DWCONV_LAYOUT_NLC, a.d.activation = act;
     a.bytes = (size_t)(C * L) * 2;
     a.x = device(a.bytes, 11), a.y = device(a.bytes, 12);
     a.w = device(C * K * 2, 13), a.b = device(C * 2, 14), a.state = device(64 * C * 3 * 2, 15);
@@ -217,6 +228,11 @@ static void varlen(void) {
 int main(int argc, char **argv) {
     TRY(dwconv_context_create(&ctx, DWCONV_BACKEND_CUDA, 0));
     const char *only = argc > 1 ? argv[1] : "";
+    act = argc > 2 && strcmp(argv[2], "silu") == 0   ? DWCONV_ACT_SILU
+          : argc > 2 && strcmp(argv[2], "relu") == 0 ? DWCONV_ACT_RELU
+                                                      : DWCONV_ACT_NONE;
+    printf("activation %s\n", act == DWCONV_ACT_SILU ? "silu" : act == DWCONV_ACT_RELU ? "relu" : "none");
+    if (strcmp(only, "all") == 0) only = "";
     if (!*only || strstr(only, "decode")) {
         decode(DWCONV_BF16, 1), decode(DWCONV_F32, 1);
         decode(DWCONV_BF16, 4), decode(DWCONV_F32, 4);

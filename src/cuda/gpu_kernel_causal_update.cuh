@@ -16,6 +16,7 @@
 #include "gpu_kernel_causal_check.cuh"
 
 #define GPU_UPDATE_THREADS 128
+#define GPU_UPDATE_TAPS 8 /* weights a thread keeps in registers */
 
 template <int XT, int WT>
 __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kernel(gpu_causal_args a) {
@@ -30,17 +31,27 @@ __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kerne
     const xraw *x = (const xraw *)a.x;
     xraw *y = (xraw *)a.y;
     const wraw *w = (const wraw *)a.weight;
+    /* the in-block check staged the slots in shared memory */
+    const int32_t *staged = a.check_in_block && a.state_indices ? (const int32_t *)gpu_shared_base() + 1 : NULL;
     for (int64_t b = blockIdx.y; b < a.batch; b += gridDim.y) {
-        const int64_t slot = a.state_indices ? a.state_indices[b] : b;
+        const int64_t slot = staged ? staged[b] : a.state_indices ? a.state_indices[b] : b;
         if (slot < 0) continue; /* a padding entry: nothing of it changes */
-        /* circular: where input 0 of the new tokens goes (one division per
-         * sequence); the taps' places are then at most one wrap away */
-        const int64_t head = a.cache_seqlens && P > 0 ? (int64_t)a.cache_seqlens[b] % P : 0;
+        /* circular: where input 0 of the new tokens goes (one division per sequence,
+         * 32-bit where P allows: cache_seqlens is a non-negative int32); the taps'
+         * places are then at most one wrap away */
+        int64_t head = 0;
+        if (a.cache_seqlens && P > 0)
+            head = P <= UINT32_MAX ? (int64_t)((uint32_t)a.cache_seqlens[b] % (uint32_t)P)
+                                   : (int64_t)a.cache_seqlens[b] % P;
         for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C;
              c += (int64_t)gridDim.x * blockDim.x) {
             xraw *state = (xraw *)a.state_out + (slot * C + c) * P; /* unused when P = 0 */
             const xraw *xr = x + b * a.x_stride[0] + c * a.x_stride[1];
             const float b0 = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+            /* the first GPU_UPDATE_TAPS weights in registers (the taps stay in k order) */
+            float wk[GPU_UPDATE_TAPS];
+#pragma unroll
+            for (int k = 0; k < GPU_UPDATE_TAPS; k++) wk[k] = k < K ? gpu_elem<WT>::widen(w[c * K + k]) : 0.0f;
             /* input q of the sequence, counted from the first new token: a token, or
              * the state's input P + q (-P <= q < 0) */
 #define GPU_UPDATE_INPUT(q)                                                               \
@@ -48,13 +59,19 @@ __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kerne
      : a.cache_seqlens ? state[head + (q) < 0 ? head + (q) + P : head + (q)] : state[P + (q)])
             for (int64_t t = 0; t < T; t++) {
                 float acc = b0;
-                for (int64_t k = 0; k < K; k++) {
+#pragma unroll
+                for (int k = 0; k < GPU_UPDATE_TAPS; k++) {
+                    if (k >= K) break;
+                    const int64_t q = t - span + k * D;
+                    acc = DWCONV_FMAF(gpu_elem<XT>::widen(GPU_UPDATE_INPUT(q)), wk[k], acc);
+                }
+                for (int64_t k = GPU_UPDATE_TAPS; k < K; k++) {
                     const int64_t q = t - span + k * D;
                     acc = DWCONV_FMAF(gpu_elem<XT>::widen(GPU_UPDATE_INPUT(q)),
                                       gpu_elem<WT>::widen(w[c * K + k]), acc);
                 }
-                y[b * a.y_stride[0] + c * a.y_stride[1] + t * a.y_stride[2]] =
-                    gpu_elem<XT>::narrow(dwconv_activate(a.activation, acc));
+                gpu_activate_all<1>(a.activation, &acc);
+                y[b * a.y_stride[0] + c * a.y_stride[1] + t * a.y_stride[2]] = gpu_elem<XT>::narrow(acc);
             }
             if (!a.cache_seqlens) { /* shift the tokens in: input i + T moves to i, in
                                        increasing i, so every read precedes its write */

@@ -25,6 +25,17 @@ typedef struct gpu_conv_args {
     /* element strides (batch, channel, position) of x and y; a dimension of size 1
      * has stride 0 (it never moves, and alignment rules then ignore it) */
     int64_t x_stride[3], y_stride[3];
+    /* a causal forward carrying states (gpu_causal_plan.cuh), in the families that
+     * take them (lean, slide; NULL elsewhere): row (b, c)'s state is state_length
+     * elements at (b * channels + c) * state_length; positions p < 0 read state_in
+     * there (NULL: the padding's zeros), and the one thread that reads a row's state
+     * writes its final state to state_out (NULL: none), which may be state_in */
+    const void *state_in;
+    void *state_out;
+    int64_t state_length;
+    /* device memory that, when nonzero, says the call's packed-sequence offsets are
+     * bad (the check kernel's verdict): every kernel then returns at once; NULL: none */
+    const int *skip;
 
     /* geometry (gpu_launch.cuh) */
     int64_t tiles_per_row;   /* channel-first: tiles per (b, c) row;

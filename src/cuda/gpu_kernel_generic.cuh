@@ -8,6 +8,7 @@
 
 #include "gpu_args.cuh"
 #include "gpu_elements.cuh"
+#include "gpu_carried.cuh"
 
 static __device__ __forceinline__ float gpu_load(int dtype, const void *base, int64_t i) {
     if (dtype == DWCONV_F32) return gpu_elem<DWCONV_F32>::widen(((const uint32_t *)base)[i]);
@@ -27,6 +28,7 @@ static __device__ __forceinline__ void gpu_store(int dtype, void *base, int64_t 
  * dimension, y = chunks of the outer one, z = batch, each strided: no division per
  * output. */
 __global__ void dwconv_generic_kernel(gpu_conv_args a) {
+    if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     const int64_t inner = a.channels_inner ? a.channels : a.output_length;
     const int64_t outer = a.channels_inner ? a.output_length : a.channels;
     const int TX = a.inner_threads, TY = blockDim.x / TX;

@@ -18,6 +18,7 @@
 #define DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
 
 #include "gpu_elements.cuh"
+#include "gpu_carried.cuh"
 #include "gpu_families.h"
 
 /* Q[n] = f32 of padded position p0 + dilation * n, n < points, into slot(n). */
@@ -111,6 +112,7 @@ static __device__ __forceinline__ void gpu_lattice_sums(const float *q, const fl
 
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
+    if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int T = GPU_LATTICE_THREADS, R = GPU_LATTICE_RUN, TILE = T * R;

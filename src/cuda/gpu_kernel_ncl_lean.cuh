@@ -23,6 +23,11 @@
  * Short rows (ROWS): a block holds several rows, a.row_threads threads each (at least
  * GPU_LEAN_ROW_THREADS, more than a halo's vectors), one tile per row.
  *
+ * Carried states (a causal forward, gpu_args.cuh): the positions before 0 load from
+ * the row's state instead of the padding, and the row's first tile (the only one that
+ * reads the state: a tile is longer than any span lean takes) writes the final state
+ * from one thread after the staging barrier.
+ *
  * Grid: x = tiles along the row, y = channels (groups of rows with ROWS), z = batch
  * (each strided).
  */
@@ -30,6 +35,7 @@
 #define DWCONV_GPU_KERNEL_NCL_LEAN_CUH
 
 #include "gpu_elements.cuh"
+#include "gpu_carried.cuh"
 #include "gpu_families.h"
 
 /* Blocks per SM the register budget aims at: 5 (48 registers) where that costs no
@@ -40,14 +46,20 @@
 #define GPU_LEAN_ROWS_MIN_BLOCKS 8
 
 /* x vector at row positions [p, p + V): whole when inside the row, else element by
- * element as the padding mode reads them. */
+ * element as the padding mode reads them, or, with a carried state (before: the row's
+ * state_in + S), positions [-S, 0) from it. */
 template <int XT>
 static __device__ __forceinline__ uint4 gpu_lean_load(const typename gpu_elem<XT>::raw *xrow,
-                                                      int64_t L, int mode, int64_t p) {
+                                                      int64_t L, int mode, int64_t p,
+                                                      const typename gpu_elem<XT>::raw *before,
+                                                      int64_t S) {
+    typedef typename gpu_elem<XT>::raw raw;
     if (p >= 0 && p + gpu_vec_width<XT>::value <= L) return gpu_load16(xrow + p);
-    typename gpu_elem<XT>::raw e[gpu_vec_width<XT>::value];
+    raw e[gpu_vec_width<XT>::value];
 #pragma unroll
-    for (int j = 0; j < gpu_vec_width<XT>::value; j++) e[j] = gpu_padded_raw<XT>(xrow, L, mode, p + j);
+    for (int j = 0; j < gpu_vec_width<XT>::value; j++)
+        e[j] = before && p + j < 0 ? (p + j >= -S ? before[p + j] : (raw)0)
+                                   : gpu_padded_raw<XT>(xrow, L, mode, p + j);
     return gpu_vec_pack<XT>(e);
 }
 
@@ -112,6 +124,7 @@ template <int XT, int WT, int K, int S = 1, int D = 1, bool ROWS = false>
 __global__ __launch_bounds__(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_LEAN_MAX_THREADS,
                              ROWS ? GPU_LEAN_ROWS_MIN_BLOCKS : GPU_LEAN_MIN_BLOCKS(K, S, D))
 void dwconv_ncl_lean_kernel(gpu_conv_args a) {
+    if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int V = gpu_vec_width<XT>::value;
@@ -132,6 +145,8 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
             const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
             const raw *xrow = (const raw *)a.x + xoff;
             raw *yrow = (raw *)a.y + yoff;
+            const int64_t SL = a.state_length; /* 0 without states (S is the stride) */
+            const raw *before = a.state_in ? (const raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
             float w[K];
 #pragma unroll
             for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
@@ -158,15 +173,18 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
 #pragma unroll
                 for (int i = 0; i < S * GPU_LEAN_VPT; i++) {
                     const int q = tid + i * T;
-                    if (q < needed) own[i] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V);
+                    if (q < needed) own[i] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V, before, SL);
                 }
                 const int halo = S * vectors + tid;
                 if (halo < needed)
-                    xs[halo] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)halo * V);
+                    xs[halo] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)halo * V, before, SL);
 #pragma unroll
                 for (int i = 0; i < S * GPU_LEAN_VPT; i++)
                     if (tid + i * T < needed) xs[tid + i * T] = own[i];
                 __syncthreads();
+                /* the row's first tile is the only one that reads its state (a tile is
+                 * longer than S): after the barrier above its reads are done */
+                if (a.state_out && row && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
                 if (active)
                     for (int i = 0; i < GPU_LEAN_VPT; i++) /* left to the compiler: a large body */
                         gpu_lean_output<XT, K, S, D>(xs, m, tid + i * T, w, bias, a.activation, yrow, o0, L_out);

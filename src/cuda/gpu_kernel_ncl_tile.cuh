@@ -15,10 +15,12 @@
 #define DWCONV_GPU_KERNEL_NCL_TILE_CUH
 
 #include "gpu_families.h"
+#include "gpu_carried.cuh"
 #include "gpu_window.cuh"
 
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kernel(gpu_conv_args a) {
+    if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int R = GPU_TILE_OUTPUTS;

@@ -17,6 +17,7 @@
 
 #include "gpu_elements.cuh"
 #include "gpu_families.h"
+#include "gpu_carried.cuh"
 
 /* One channel vector of x at element offset at (channels c .. c+V-1, of which
  * `valid` exist), widened; zeros past the valid ones. */
@@ -59,6 +60,7 @@ static __device__ __forceinline__ void gpu_nlc_prefetch(const typename gpu_elem<
 
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_args a) {
+    if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<WT>::raw wraw;
     typedef typename gpu_elem<XT>::raw raw;
     const int V = gpu_vec_width<XT>::value, R = GPU_NLC_ACCUMULATORS / V;

@@ -21,6 +21,7 @@
 
 #include "gpu_elements.cuh"
 #include "gpu_families.h"
+#include "gpu_carried.cuh"
 
 /* x at row pos (this thread's channel at xb, rows `step` apart) as f32, padded; 0 past
  * the channels (valid false) and past the padded row (rows only unstored sums or
@@ -36,6 +37,7 @@ static __device__ __forceinline__ float gpu_column_load(const typename gpu_elem<
 
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_COLUMN_THREADS, GPU_COLUMN_MIN_BLOCKS) void dwconv_nlc_column_kernel(gpu_conv_args a) {
+    if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int R = GPU_COLUMN_RUN, KC = GPU_COLUMN_CHUNK, W = R + KC - 1;

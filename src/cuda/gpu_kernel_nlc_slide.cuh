@@ -14,6 +14,10 @@
  * same code loads and stores element by element instead; rows outside [0, L) read
  * what the padding mode reads.
  *
+ * Carried states (a causal forward, gpu_args.cuh): rows before 0 load from the states
+ * (channels S elements apart there), and the run from position 0, the only one that
+ * reads them (runs are at least S long then), writes the final states after it.
+ *
  * Grid: x = position tiles (a.channel_threads threads across channel vectors times
  * GPU_SLIDE_THREADS / a.channel_threads runs), y = channel blocks, z = batch (each
  * strided).
@@ -23,15 +27,25 @@
 
 #include "gpu_elements.cuh"
 #include "gpu_families.h"
+#include "gpu_carried.cuh"
 
 /* Row pos of this thread's channels (c .. c + valid - 1 at xb; rows `step` elements
- * apart), padded. */
+ * apart), padded; with a carried state (before: channel c's state_in + S, channels S
+ * apart), rows [-S, 0) from it. */
 template <int XT>
 static __device__ __forceinline__ uint4 gpu_slide_load(const typename gpu_elem<XT>::raw *xb,
                                                        int64_t L, int64_t step, int mode, int64_t pos,
-                                                       int valid, int vector) {
+                                                       int valid, int vector,
+                                                       const typename gpu_elem<XT>::raw *before,
+                                                       int64_t S) {
     typedef typename gpu_elem<XT>::raw raw;
     const int V = gpu_vec_width<XT>::value;
+    if (before && pos < 0) {
+        raw e[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) e[j] = j < valid && pos >= -S ? before[j * S + pos] : (raw)0;
+        return gpu_vec_pack<XT>(e);
+    }
     if (pos < 0 || pos >= L) {
         pos = dwconv_source_index(mode, pos, L);
         if (pos < 0 || pos >= L) valid = 0; /* a zero of the padding */
@@ -82,6 +96,7 @@ static __device__ __forceinline__ void gpu_slide_weights(const gpu_conv_args &a,
 
 template <int XT, int WT, int K>
 __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(gpu_conv_args a) {
+    if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     const int V = gpu_vec_width<XT>::value, P = GPU_SLIDE_STEP(V, K);
     const int TC = a.channel_threads, TR = GPU_SLIDE_THREADS / TC;
@@ -100,6 +115,8 @@ __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
             const int64_t xstep = a.x_stride[2], ystep = a.y_stride[2]; /* between positions */
             float w[K][V], bias[V];
             gpu_slide_weights<WT, V, K>(a, c, valid, w, bias);
+            const int64_t S = a.state_length; /* 0 without states */
+            const raw *before = a.state_in ? (const raw *)a.state_in + (b * C + c) * S + S : NULL;
             for (int64_t pt = blockIdx.x; pt < a.tiles_per_row; pt += gridDim.x) {
                 const int64_t o_begin = (pt * TR + ry) * run;
                 if (o_begin >= L_out) continue;
@@ -107,7 +124,8 @@ __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
                 uint4 win[K - 1 + P]; /* rows p .. p + K - 2 + P of the current step */
 #pragma unroll
                 for (int k = 0; k < K - 1; k++)
-                    win[k] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p0 + k, valid, a.vector_x);
+                    win[k] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p0 + k, valid, a.vector_x,
+                                                 before, S);
 #pragma unroll 1
                 for (int64_t s = 0; s < a.steps; s++) {
                     const int64_t ob = o_begin + s * P, p = p0 + s * P;
@@ -120,7 +138,7 @@ __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
 #pragma unroll
                         for (int r = 0; r < P; r++)
                             win[K - 1 + r] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p + K - 1 + r,
-                                                                valid, a.vector_x);
+                                                                valid, a.vector_x, before, S);
                     }
 #pragma unroll
                     for (int r = 0; r < P; r++) {
@@ -142,6 +160,10 @@ __global__ __launch_bounds__(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
 #pragma unroll
                     for (int k = 0; k < K - 1; k++) win[k] = win[P + k];
                 }
+                /* the run from position 0 is the only one that reads the states (runs
+                 * are at least S long where states are carried: gpu_causal_plan.cuh) */
+                if (a.state_out && o_begin == 0)
+                    for (int i = 0; i < valid; i++) gpu_final_state<XT>(a, b * C + c + i, xb + i, xstep);
             }
         }
 }

@@ -22,8 +22,15 @@
  *                               of rows in registers
  *   gpu_kernel_nlc_column.cuh   channel-last, stride 1, dilation 1, large K: one channel
  *                               per thread, register-blocked over positions and taps
+ *   gpu_carried.cuh             what the families do for the causal forward: skip on bad
+ *                               packed offsets; lean and slide also take carried states
  *   gpu_launch.cuh              which family, and its geometry
  *   gpu_dispatch.cuh            the template instance to launch
+ *
+ * The causal operations (gpu_op_causal.cuh) add, through gpu_causal_plan.cuh:
+ *   gpu_kernel_causal_check.cuh    device-side index checks and the violation record
+ *   gpu_kernel_causal_forward.cuh  outputs that read states / packed sequences; final states
+ *   gpu_kernel_causal_update.cuh   the decode update, one thread per (sequence, channel)
  */
 #ifndef DWCONV_GPU_KERNELS_CUH
 #define DWCONV_GPU_KERNELS_CUH

@@ -24,10 +24,17 @@
  *                               per thread, register-blocked over positions and taps
  *   gpu_launch.cuh              which family, and its geometry
  *   gpu_dispatch.cuh            the template instance to launch
+ *
+ * The backward (gpu_bwd_plan.cuh says which kernels run, in which order):
+ *   gpu_kernel_bwd_chunk.cuh    one thread per chunk of 64 outputs: g, the partial sums
+ *                               of dweight and dbias, dx of the inputs it last reads
+ *   gpu_kernel_bwd_gather.cuh   dx of single inputs (row ends under padding modes)
+ *   gpu_kernel_bwd_reduce.cuh   the partial sums into dweight and dbias, tree order
  */
 #ifndef DWCONV_GPU_KERNELS_CUH
 #define DWCONV_GPU_KERNELS_CUH
 
+#include "gpu_bwd_plan.cuh"
 #include "gpu_dispatch.cuh"
 
 #endif /* DWCONV_GPU_KERNELS_CUH */

@@ -2,7 +2,7 @@
  * The GPU backward, on whichever GPU backend this machine has (cuda, else hip; exit
  * 77 = skip when neither has a device), against the scalar reference bit for bit:
  * random descriptors of every option with strided x, dy and dx, the shapes that
- * matter, more than 2^31 elements; every call made twice on the same buffers (the
+ * matter, more than 2^31 elements, the causal backward with states; every call made twice on the same buffers (the
  * same bits: no atomics, no dependence on what the scratch held), with GPU_CASE_GUARD
  * poisoned bytes on each side of dx, dweight and dbias checked after each call.
  *
@@ -51,14 +51,16 @@ static void run_case(dwconv_context *ctx, const gpu_bwd_case *c, int shift) {
     const size_t xs = dwconv_dtype_size(c->desc.dtype) * shift;
     const size_t ws = dwconv_dtype_size(c->desc.weight_dtype) * shift;
     const size_t gs = dwconv_dtype_size((dwconv_dtype)c->grad_dtype) * shift;
-    const size_t out_shift[GPU_BWD_OUTPUTS] = {xs, gs, gs};
+    const size_t out_shift[GPU_BWD_OUTPUTS] = {xs, gs, gs, xs};
     char *x = gpu_input(ctx, c->x, c->x_bytes, xs), *dy = gpu_input(ctx, c->dy, c->dy_bytes, xs);
     char *w = gpu_input(ctx, c->weight, c->weight_bytes, ws);
     char *b = c->bias ? gpu_input(ctx, c->bias, c->bias_bytes, ws) : NULL;
-    char *out[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL};
-    unsigned char *host[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL};
-    size_t span[GPU_BWD_OUTPUTS] = {0, 0, 0};
-    void *at[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL}, *got[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL};
+    char *state = c->state ? gpu_input(ctx, c->state, c->state_bytes, xs) : NULL;
+    char *dstate_out = c->dstate_out ? gpu_input(ctx, c->dstate_out, c->dstate_out_bytes, xs) : NULL;
+    char *out[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
+    unsigned char *host[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
+    size_t span[GPU_BWD_OUTPUTS] = {0, 0, 0, 0};
+    void *at[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL}, *got[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
     for (int o = 0; o < GPU_BWD_OUTPUTS; o++) {
         if (!c->out_bytes[o]) continue;
         span[o] = GPU_CASE_GUARD + out_shift[o] + c->out_bytes[o] + GPU_CASE_GUARD;
@@ -84,8 +86,13 @@ static void run_case(dwconv_context *ctx, const gpu_bwd_case *c, int shift) {
                 test_poison(host[o], span[o]);
                 ck_assert(dwconv_copy_to_backend(ctx, out[o], host[o], span[o]) == DWCONV_SUCCESS);
             }
-        const dwconv_status st = dwconv_plan_backward(plan, x + xs, w + ws, b ? b + ws : NULL,
-                                                      dy + xs, at[0], at[1], at[2]);
+        const dwconv_status st =
+            c->causal ? dwconv_causal_backward(ctx, &c->desc, x + xs, w + ws, b ? b + ws : NULL,
+                                               state ? state + xs : NULL, dy + xs,
+                                               dstate_out ? dstate_out + xs : NULL, at[0], at[1],
+                                               at[2], at[3])
+                      : dwconv_plan_backward(plan, x + xs, w + ws, b ? b + ws : NULL, dy + xs,
+                                             at[0], at[1], at[2]);
         ck_assert_msg(st == DWCONV_SUCCESS, "%s: %s", gpu_bwd_case_string(c), dwconv_last_error());
         ck_assert_msg(dwconv_synchronize(ctx) == DWCONV_SUCCESS, "%s", dwconv_last_error());
         for (int o = 0; o < GPU_BWD_OUTPUTS; o++)
@@ -102,13 +109,16 @@ static void run_case(dwconv_context *ctx, const gpu_bwd_case *c, int shift) {
     dwconv_plan_destroy(plan);
     for (int o = 0; o < GPU_BWD_OUTPUTS; o++) free(host[o]), dwconv_free(ctx, out[o]);
     dwconv_free(ctx, x), dwconv_free(ctx, dy), dwconv_free(ctx, w), dwconv_free(ctx, b);
+    dwconv_free(ctx, state), dwconv_free(ctx, dstate_out);
 }
 
 static void check_desc(dwconv_context *ctx, test_rng *rng, const dwconv_desc *d, int cls,
                        int wanted, int shift) {
     char why[1024];
     gpu_bwd_case c;
-    ck_assert_msg(gpu_bwd_case_make(&c, d, cls, wanted, rng, why, sizeof why) == 0, "%s", why);
+    const int made = cls < -1 ? gpu_bwd_case_make_causal(&c, d, wanted, rng, why, sizeof why)
+                              : gpu_bwd_case_make(&c, d, cls, wanted, rng, why, sizeof why);
+    ck_assert_msg(made == 0, "%s", why);
     run_case(ctx, &c, shift);
     gpu_bwd_case_free(&c);
 }
@@ -170,32 +180,22 @@ START_TEST(over_two_billion_elements) {
 }
 END_TEST
 
-/* The causal backward with states: run and equal to the reference, or refused
- * (UNSUPPORTED) with nothing written. */
+/* dwconv_causal_backward: states given or not, dinitial_states wanted or not, both
+ * layouts, the kernels' row lengths; CAUSAL marks check_desc's causal cases. */
+#define CAUSAL -2
 START_TEST(causal_with_states) {
     dwconv_context *ctx = gpu_context();
-    dwconv_desc d;
-    dwconv_desc_init(&d, 2, 5, 300, 4);
-    d.padding = DWCONV_PADDING_CAUSAL;
-    const size_t x_bytes = 2 * 5 * 300 * 4, s_bytes = 2 * 5 * 3 * 4;
-    char *buf = gpu_alloc(ctx, 4 * x_bytes + 3 * s_bytes + 2 * 20 * 4);
-    unsigned char *poison = malloc(x_bytes);
-    test_poison(poison, x_bytes);
-    ck_assert(dwconv_copy_to_backend(ctx, buf + 2 * x_bytes, poison, x_bytes) == DWCONV_SUCCESS);
-    const dwconv_status st = dwconv_causal_backward(
-        ctx, &d, buf, buf + 4 * x_bytes + 3 * s_bytes, NULL, buf + 4 * x_bytes, buf + x_bytes,
-        NULL, buf + 2 * x_bytes, NULL, NULL, NULL);
-    ck_assert(dwconv_synchronize(ctx) == DWCONV_SUCCESS);
-    if (st != DWCONV_SUCCESS) {
-        ck_assert_msg(st == DWCONV_ERROR_UNSUPPORTED, "%s", dwconv_last_error());
-        unsigned char *back = malloc(x_bytes);
-        ck_assert(dwconv_copy_to_host(ctx, back, buf + 2 * x_bytes, x_bytes) == DWCONV_SUCCESS);
-        ck_assert_msg(test_untouched(back, x_bytes), "refused, but dx was written");
-        printf("check_gpu_backward: the causal backward with states: %s\n", dwconv_last_error());
-        free(back);
+    test_rng rng = test_rng_seed(1205);
+    static const int64_t lengths[] = {1, 5, 300, 1000, 4099};
+    for (int i = 0; i < (gpu_test_quick() ? 20 : 80); i++) {
+        dwconv_desc d;
+        dwconv_desc_init(&d, 1 + i % 4, 1 + 37 * (i % 3), lengths[i % 5], 2 + i % 4);
+        d.dilation = i % 5 == 4 ? 3 : 1;
+        d.padding = DWCONV_PADDING_CAUSAL;
+        d.dtype = (dwconv_dtype)(i % 3), d.weight_dtype = i % 2 ? DWCONV_F32 : d.dtype;
+        d.activation = (dwconv_activation)(i / 3 % 3), d.layout = (dwconv_layout)(i / 2 % 2);
+        check_desc(ctx, &rng, &d, CAUSAL, 0, i % 3 == 1);
     }
-    free(poison);
-    dwconv_free(ctx, buf);
     dwconv_context_destroy(ctx);
 }
 END_TEST

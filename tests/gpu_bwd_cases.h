@@ -20,15 +20,17 @@ extern "C" {
 #include "test_util.h"
 
 /* The backward outputs, by index. */
-enum { GPU_BWD_DX = 0, GPU_BWD_DW = 1, GPU_BWD_DB = 2, GPU_BWD_OUTPUTS = 3 };
+enum { GPU_BWD_DX = 0, GPU_BWD_DW = 1, GPU_BWD_DB = 2, GPU_BWD_DSTATE = 3, GPU_BWD_OUTPUTS = 4 };
 
 typedef struct gpu_bwd_case {
     dwconv_desc desc;
     int64_t x_stride[3], dy_stride[3], dx_stride[3];
     int grad_dtype;
+    int causal; /* dwconv_causal_backward: contiguous operands, grad dtype = weight dtype */
     size_t x_bytes, dy_bytes, weight_bytes, bias_bytes; /* bias 0: none */
+    size_t state_bytes, dstate_out_bytes;               /* causal: 0: not given */
     size_t out_bytes[GPU_BWD_OUTPUTS];                  /* 0: not wanted */
-    void *x, *dy, *weight, *bias;
+    void *x, *dy, *weight, *bias, *state, *dstate_out;
     void *expected[GPU_BWD_OUTPUTS]; /* poison where the reference writes nothing */
 } gpu_bwd_case;
 
@@ -40,11 +42,18 @@ int gpu_bwd_case_make(gpu_bwd_case *c, const dwconv_desc *desc, int cls, int wan
                       test_rng *rng, char *why, size_t why_size);
 void gpu_bwd_case_free(gpu_bwd_case *c);
 
+/* The same for dwconv_causal_backward (desc causal): initial_states and dfinal_states
+ * given or not (drawn), dinitial_states wanted or not (`wanted` may hold
+ * 1 << GPU_BWD_DSTATE). */
+int gpu_bwd_case_make_causal(gpu_bwd_case *c, const dwconv_desc *desc, int wanted,
+                             test_rng *rng, char *why, size_t why_size);
+
 /* The problem the core builds for c on these buffers (host or device memory: the core
  * reads neither); a NULL output is not wanted. 0, or -1 (dwconv_last_error says why). */
 int gpu_bwd_case_problem(dwconv_problem *p, const gpu_bwd_case *c, const void *x,
-                         const void *weight, const void *bias, const void *dy, void *dx,
-                         void *dweight, void *dbias);
+                         const void *weight, const void *bias, const void *dy,
+                         const void *state, const void *dstate_out,
+                         void *const out[GPU_BWD_OUTPUTS]);
 
 /* 0 when out (the wanted outputs' extents) equals the expected bits; else -1 and why
  * names the output, the first differing element and both values. */

@@ -17,6 +17,12 @@ typedef struct gpu_bwd_args {
      * (k == K: the bias) over tile t of row (b, c); rows[(c*(K+1) + k)*B + b], the
      * row sums */
     float *part, *rows;
+    /* the causal backward's states, (B, C, S) each, contiguous; NULL: not given or not
+     * wanted. The row is then [state (S), x (L)]: taps before x read the state (zeros
+     * without one), and positions before x get gradient in dstate_in */
+    const void *state, *dstate_out;
+    void *dstate_in;
+    int64_t state_length; /* S: the span for the causal backward, else 0 */
     int64_t batch, channels, length, kernel_size, stride, dilation, pad_left, output_length;
     int64_t span; /* dilation * (K - 1): the last padded position is (L_out-1)*stride - pad_left + span */
     int dtype, weight_dtype, grad_dtype, padding_mode, activation;
@@ -30,6 +36,7 @@ typedef struct gpu_bwd_args {
     int64_t tile_chunks; /* chunks per tile: a power of two */
     int64_t edge_lo, edge_hi; /* dx of inputs [0, edge_lo) and [L - edge_hi, L) of every
                                  row: the gather kernel's (all of a row: edge_lo = L) */
+    int64_t state_positions; /* the gather kernel's too: dstate_in's S positions (or 0) */
     int64_t halo;       /* ceil(span / stride): outputs before an input's last reader
                            that also read it */
     int ring;           /* chunk kernel: g values a thread keeps (halo + 1), 0: no dx */

@@ -17,7 +17,7 @@
 template <int XT, int WT> struct gpu_bwd_row {
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
-    const raw *x, *dy;
+    const raw *x, *dy, *state; /* state: NULL, or this row's S state inputs */
     const wraw *w;
     int64_t xs, dys; /* position strides */
     float bias;
@@ -27,13 +27,16 @@ template <int XT, int WT> struct gpu_bwd_row {
         dy = (const raw *)a.dy + b * a.dy_stride[0] + c * a.dy_stride[1];
         w = (const wraw *)a.weight + c * a.kernel_size;
         xs = a.x_stride[2], dys = a.dy_stride[2];
+        state = a.state ? (const raw *)a.state + (b * a.channels + c) * a.state_length : NULL;
         bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
     }
 
-    /* The padded input at position j, as the forward reads it. */
+    /* The padded input at position j, as the forward reads it: the state before the
+     * row, if one is given; +0 beyond the padded row. */
     __device__ __forceinline__ float xp(const gpu_bwd_args &a, int64_t j) const {
+        if (j < 0 && state) return j >= -a.state_length ? gpu_elem<XT>::widen(state[a.state_length + j]) : 0.0f;
         const int64_t i = dwconv_source_index(a.padding_mode, j, a.length);
-        return i < 0 ? 0.0f : gpu_elem<XT>::widen(x[i * xs]);
+        return i < 0 || i >= a.length ? 0.0f : gpu_elem<XT>::widen(x[i * xs]);
     }
 
     __device__ __forceinline__ float weight(int64_t k) const { return gpu_elem<WT>::widen(w[k]); }
@@ -54,8 +57,8 @@ template <int XT, int WT> struct gpu_bwd_row {
  * largest power of two below n) plus the tree of the rest, so at the end the stack
  * folds from the top: the same additions, in the same order, as the tree. */
 struct gpu_tree_stack {
-    float sum[64];
-    int level[64];
+    float sum[48]; /* 2^48 values at most */
+    int level[48];
     int top;
 
     __device__ __forceinline__ gpu_tree_stack() : top(0) {}

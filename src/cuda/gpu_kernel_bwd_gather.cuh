@@ -2,7 +2,8 @@
  * dx of single inputs, any option: one thread per (b, c, input) of the inputs the plan
  * leaves to it (a few at each end of a row under reflect, replicate or circular
  * padding, whose readers lie anywhere in the row; or every input when the chunk
- * kernel's ring does not fit). The thread finds the padded positions that map to its
+ * kernel's ring does not fit; the causal backward's state positions and the last S
+ * inputs, which the gradient of the final state reaches). The thread finds the padded positions that map to its
  * input, the outputs that read them, and walks those outputs in increasing order and
  * each one's taps in increasing order: exactly the contract's chain. Each reader's g
  * is recomputed where it is first needed.
@@ -32,7 +33,8 @@ template <int XT, int WT>
 __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     const int64_t L = a.length, C = a.channels, K = a.kernel_size;
-    const int64_t n = a.edge_lo + a.edge_hi; /* inputs per row */
+    const int64_t SP = a.state_positions, S = a.state_length;
+    const int64_t n = SP + a.edge_lo + a.edge_hi; /* positions per row */
     const int64_t items = a.batch * C * n;
     for (int64_t item = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; item < items;
          item += (int64_t)gridDim.x * blockDim.x) {
@@ -42,7 +44,8 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
         } else {
             q = item % n, c = item / n % C, b = item / n / C;
         }
-        const int64_t i = q < a.edge_lo ? q : L - a.edge_hi + (q - a.edge_lo);
+        /* i < 0: a state position (the causal backward's dstate_in) */
+        const int64_t i = q < SP ? q - SP : q - SP < a.edge_lo ? q - SP : L - a.edge_hi + (q - SP - a.edge_lo);
         const gpu_bwd_row<XT, WT> row(a, b, c);
         /* the padded positions that map to i: itself, and the padding mode's */
         int64_t first[3] = {i, 0, 0}, last[3] = {i, -1, -1};
@@ -80,15 +83,23 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
                 float g = 0.0f;
                 bool have_g = false;
                 for (int64_t k = 0; k < K; k++) {
-                    if (dwconv_source_index(a.padding_mode, j0 + k * a.dilation, L) != i) continue;
+                    const int64_t j = j0 + k * a.dilation; /* before the row: the state's */
+                    if ((S > 0 && j < 0 ? j : dwconv_source_index(a.padding_mode, j, L)) != i) continue;
                     if (!have_g) g = row.g(a, o), have_g = true;
                     acc = DWCONV_FMAF(g, row.weight(k), acc);
                 }
             }
             next = gpu_max64(next, end + 1);
         }
-        raw *dx = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
-        dx[i * a.dx_stride[2]] = gpu_elem<XT>::narrow(acc);
+        const int64_t state_row = (b * C + c) * S;
+        if (a.dstate_out && i + S >= L) /* the gradient arriving at the final state, last */
+            acc = acc + gpu_elem<XT>::widen(((const raw *)a.dstate_out)[state_row + i + S - L]);
+        if (i < 0) {
+            ((raw *)a.dstate_in)[state_row + S + i] = gpu_elem<XT>::narrow(acc);
+        } else {
+            raw *dx = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
+            dx[i * a.dx_stride[2]] = gpu_elem<XT>::narrow(acc);
+        }
     }
 }
 

@@ -8,15 +8,10 @@
 #ifndef DWCONV_GPU_OP_BACKWARD_CUH
 #define DWCONV_GPU_OP_BACKWARD_CUH
 
-/* launch 0: only say whether the problem can run; 1: run it. */
+/* launch 0: only say whether the problem can run (every backward problem can, the
+ * causal backward with states included); 1: run it. */
 static dwconv_status gpu_op_backward(gpu_state *s, const dwconv_problem *p, int launch,
                                      char *msg) {
-    if (p->operand[DWCONV_ROLE_STATE_IN].data || p->operand[DWCONV_ROLE_DSTATE_OUT].data ||
-        p->operand[DWCONV_ROLE_DSTATE_IN].data) {
-        snprintf(msg, DWCONV_MSG_SIZE, "the causal backward with states is not in this "
-                 DWCONV_GPU_RUNTIME " module yet (the cpu backend has it)");
-        return DWCONV_ERROR_UNSUPPORTED;
-    }
     if (!launch) return DWCONV_SUCCESS;
     gpu_bwd_args a = gpu_bwd_args_make(p);
     gpu_bwd_plan plan;

@@ -13,9 +13,10 @@
 typedef struct gpu_bwd_args {
     const void *x, *weight, *bias, *dy; /* bias may be NULL */
     void *dx, *dweight, *dbias;         /* NULL: not wanted */
-    /* scratch (floats): part[((c*(K+1) + k)*B + b)*tiles + t], the partial sum of tap k
-     * (k == K: the bias) over tile t of row (b, c); rows[(c*(K+1) + k)*B + b], the
-     * row sums */
+    /* scratch (floats): part[gpu_bwd_part(a, b, c, k, t)], the partial sum of tap k
+     * (k == K: the bias) over tile t of row (b, c); rows[(k*B + b)*C + c], the row
+     * sums. Channels are the fastest index, so that threads on neighbouring channels
+     * write and read neighbouring words. */
     float *part, *rows;
     /* the causal backward's states, (B, C, S) each, contiguous; NULL: not given or not
      * wanted. The row is then [state (S), x (L)]: taps before x read the state (zeros
@@ -46,5 +47,13 @@ typedef struct gpu_bwd_args {
 } gpu_bwd_args;
 
 typedef void (*gpu_bwd_kernel_fn)(gpu_bwd_args);
+
+/* Where the partial sum of tap k over tile t of row (b, c) lies in a.part. */
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(DWCONV_GPU_EMULATE_H)
+__host__ __device__
+#endif
+static inline int64_t gpu_bwd_part(const gpu_bwd_args *a, int64_t b, int64_t c, int64_t k, int64_t t) {
+    return ((k * a->batch + b) * a->tiles + t) * a->channels + c;
+}
 
 #endif /* DWCONV_GPU_BWD_ARGS_CUH */

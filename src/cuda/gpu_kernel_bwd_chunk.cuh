@@ -45,8 +45,8 @@ __global__ __launch_bounds__(GPU_BWD_CHUNK_THREADS) void dwconv_bwd_chunk_kernel
         raw *dx = a.dx ? (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1] : NULL;
         /* the partial sums: in shared memory, or in this chunk's own scratch slots */
         float *part = a.partials_shared ? shared_part
-                                        : a.part + (c * (K + 1) * a.batch + b) * chunks + j;
-        const int64_t part_step = a.partials_shared ? T : a.batch * chunks;
+                                        : a.part + gpu_bwd_part(&a, b, c, 0, j);
+        const int64_t part_step = a.partials_shared ? T : a.batch * chunks * C;
         if (a.sums)
             for (int64_t k = 0; k <= K; k++) part[k * part_step] = 0.0f;
 
@@ -93,7 +93,7 @@ __global__ __launch_bounds__(GPU_BWD_CHUNK_THREADS) void dwconv_bwd_chunk_kernel
         }
         if (a.sums && a.partials_shared)
             for (int64_t k = 0; k <= K; k++)
-                a.part[((c * (K + 1) + k) * a.batch + b) * chunks + j] = part[k * T];
+                a.part[gpu_bwd_part(&a, b, c, k, j)] = part[k * T];
     }
 }
 

@@ -2,7 +2,8 @@
  * The backward for channel-first x, dy and dx (positions adjacent), any K, stride,
  * dilation and padding: one block per tile of tile_chunks chunks of 64 outputs of one
  * row, every value read from memory once, coalesced:
- *   1. stage the tile's padded input window (f32) and the weights in shared memory;
+ *   1. stage the tile's padded input window (f32; 16-byte loads inside the row) and
+ *      the weights in shared memory;
  *   2. g of the tile's outputs and of the `halo` outputs before it (their dx readers),
  *      one output per thread in turn (dy read straight from memory), into shared memory;
  *   3. at once: the first threads run the weight and bias chains, one (chunk, 8 taps)
@@ -78,8 +79,22 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kern
                 __syncthreads(); /* the previous tile's reads are done */
                 /* 1. the window and the weights */
                 if (w0 >= 0 && w0 + lay.window <= L) {
+                    /* whole 16-byte vectors inside the window, element loads at its ends */
+                    const int V = gpu_vec_width<XT>::value;
                     const raw *xw = row.x + w0;
-                    for (int e = tid; e < lay.window; e += T) xs[gpu_bwd_word(e)] = gpu_elem<XT>::widen(xw[e]);
+                    const int head = (int)gpu_min64((V - gpu_misalignment<XT>(xw, 0)) % V, lay.window);
+                    const int vectors = (lay.window - head) / V;
+                    for (int v = tid; v < vectors; v += T) {
+                        float f[gpu_vec_width<XT>::value];
+                        gpu_vec_widen<XT>(gpu_load16(xw + head + v * V), f);
+#pragma unroll
+                        for (int j = 0; j < gpu_vec_width<XT>::value; j++) xs[gpu_bwd_word(head + v * V + j)] = f[j];
+                    }
+                    const int tail = head + vectors * V, ends = head + lay.window - tail;
+                    for (int q = tid; q < ends; q += T) {
+                        const int e = q < head ? q : tail + (q - head);
+                        xs[gpu_bwd_word(e)] = gpu_elem<XT>::widen(xw[e]);
+                    }
                 } else {
                     for (int e = tid; e < lay.window; e += T) xs[gpu_bwd_word(e)] = row.xp(a, w0 + e);
                 }
@@ -146,7 +161,7 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kern
                 for (int k = tid; k <= K; k += T) {
                     gpu_tree_stack stack;
                     for (int j = 0; j < chunks_here; j++) stack.push(ps[k * TC + j]);
-                    a.part[((c * (K + 1) + k) * a.batch + b) * a.tiles + tile] = stack.total();
+                    a.part[gpu_bwd_part(&a, b, c, k, tile)] = stack.total();
                 }
             }
 }

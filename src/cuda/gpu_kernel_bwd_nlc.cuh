@@ -84,7 +84,7 @@ __global__ __launch_bounds__(GPU_BWD_NLC_THREADS) void dwconv_bwd_nlc_kernel(gpu
         }
         if (!a.sums) continue;
 #pragma unroll
-        for (int k = 0; k <= K; k++) a.part[((c * (K + 1) + k) * a.batch + b) * chunks + j] = p[k];
+        for (int k = 0; k <= K; k++) a.part[gpu_bwd_part(&a, b, c, k, j)] = p[k];
     }
 }
 

@@ -3,7 +3,9 @@
  * ROWS = false combines each row's tile partials (each tile's value is already the
  * tree of its aligned group of chunks) into the row sum; ROWS = true combines each
  * (c, k)'s B row sums and stores dweight[c, k] (k < K) or dbias[c] (k == K) in the
- * gradient dtype. Both reduce segments of n consecutive floats.
+ * gradient dtype. Both reduce segments of n floats C apart (gpu_bwd_args says the
+ * layout): segment s = (k B + b) C + c, resp. k C + c, starts at word
+ * (s - s mod C) n + s mod C.
  *
  * A segment gets a power of two of threads (a->reduce_threads[ROWS]); thread r sums
  * the aligned group [r G, (r + 1) G) of its segment (G a power of two) with the
@@ -35,13 +37,14 @@ __global__ __launch_bounds__(GPU_BWD_REDUCE_THREADS) void dwconv_bwd_reduce_kern
         const int64_t s = base + tid / ST;
         gpu_tree_stack stack;
         if (s < segments) {
-            const float *v = in + s * n;
+            const int64_t C = a.channels;
+            const float *v = in + (s - s % C) * n + s % C; /* value e at v[e C] */
             const int64_t end = gpu_min64(n, (r + 1) * G);
             for (int64_t e = r * G; e < end; e += GPU_BWD_REDUCE_BATCH) {
                 float batch[GPU_BWD_REDUCE_BATCH];
 #pragma unroll
                 for (int q = 0; q < GPU_BWD_REDUCE_BATCH; q++)
-                    if (e + q < end) batch[q] = v[e + q];
+                    if (e + q < end) batch[q] = v[(e + q) * C];
 #pragma unroll
                 for (int q = 0; q < GPU_BWD_REDUCE_BATCH; q++)
                     if (e + q < end) stack.push(batch[q]);
@@ -58,7 +61,7 @@ __global__ __launch_bounds__(GPU_BWD_REDUCE_THREADS) void dwconv_bwd_reduce_kern
             a.rows[s] = total;
             continue;
         }
-        const int64_t c = s / (K + 1), k = s % (K + 1);
+        const int64_t c = s % a.channels, k = s / a.channels;
         if (k < K && a.dweight) gpu_store(a.grad_dtype, a.dweight, c * K + k, total);
         if (k == K && a.dbias) gpu_store(a.grad_dtype, a.dbias, c, total);
     }

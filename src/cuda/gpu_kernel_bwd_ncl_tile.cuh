@@ -24,7 +24,7 @@
 
 #define GPU_BWD_TILE_THREADS 256
 #define GPU_BWD_TILE_MAX_CHUNKS 32 /* chunks of a tile at most: one warp of chains a tap block */
-#define GPU_BWD_TILE_TAPS 8        /* taps of one chain thread */
+#define GPU_BWD_TILE_TAPS 8        /* taps of one chain thread (4 for K <= 4) */
 
 /* Shared word of element e: one spare word every 64. */
 GPU_HD int gpu_bwd_word(int e) { return e + (e >> 6); }
@@ -52,6 +52,29 @@ GPU_HD gpu_bwd_tile_layout gpu_bwd_tile_layout_of(int64_t tile_chunks, int64_t h
     return t;
 }
 
+/* One chain thread: the fmaf chains of taps [k0, k0 + TAPS) (and with k0 = 0 the
+ * bias's sum) over one chunk's outputs, in order, into ps[k * TC + chunk]. */
+template <int TAPS>
+static __device__ __forceinline__ void gpu_bwd_tile_chain(const float *xs, const float *gs, float *ps,
+                                                          int64_t K, int S, int D, int TC, int chunk,
+                                                          int k0, int q_first, int m_end) {
+    float p[TAPS], pb = 0.0f;
+#pragma unroll
+    for (int j = 0; j < TAPS; j++) p[j] = 0.0f;
+    for (int m = 0; m < m_end; m++) {
+        const int q = q_first + m;
+        const float g = gs[gpu_bwd_word(q)];
+#pragma unroll
+        for (int j = 0; j < TAPS; j++)
+            if (k0 + j < K) p[j] = DWCONV_FMAF(g, xs[gpu_bwd_word(q * S + (k0 + j) * D)], p[j]);
+        pb = pb + g;
+    }
+#pragma unroll
+    for (int j = 0; j < TAPS; j++)
+        if (k0 + j < K) ps[(k0 + j) * TC + chunk] = p[j];
+    if (k0 == 0) ps[K * TC + chunk] = pb;
+}
+
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
@@ -61,7 +84,8 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kern
     const gpu_bwd_tile_layout lay = gpu_bwd_tile_layout_of(TC, H, K, S, D);
     float *sm = (float *)gpu_shared_base();
     float *xs = sm, *gs = sm + lay.g_at, *ws = sm + lay.w_at, *ps = sm + lay.p_at;
-    const int kblocks = (int)((K + GPU_BWD_TILE_TAPS - 1) / GPU_BWD_TILE_TAPS);
+    const int taps = K <= 4 ? 4 : GPU_BWD_TILE_TAPS; /* of a chain thread */
+    const int kblocks = (int)((K + taps - 1) / taps);
     const int chain_items = a.sums ? kblocks * TC : 0;
     /* chain threads: whole warps' worth, at most half the block; the rest sum dx */
     int chain_threads = (chain_items + 31) / 32 * 32;
@@ -111,26 +135,12 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kern
                 __syncthreads();
                 /* 3a. the chains: item = k block * TC + chunk */
                 for (int item = tid; item < chain_items && tid < chain_threads; item += chain_threads) {
-                    const int chunk = item % TC, k0 = item / TC * GPU_BWD_TILE_TAPS;
+                    const int chunk = item % TC, k0 = item / TC * taps;
                     if (chunk >= chunks_here) continue;
                     const int m_end = (int)gpu_min64(DWCONV_GRAD_CHUNK, L_out - o0 - chunk * DWCONV_GRAD_CHUNK);
                     const int q_first = H + chunk * DWCONV_GRAD_CHUNK;
-                    float p[GPU_BWD_TILE_TAPS], pb = 0.0f;
-#pragma unroll
-                    for (int j = 0; j < GPU_BWD_TILE_TAPS; j++) p[j] = 0.0f;
-                    for (int m = 0; m < m_end; m++) {
-                        const int q = q_first + m;
-                        const float g = gs[gpu_bwd_word(q)];
-#pragma unroll
-                        for (int j = 0; j < GPU_BWD_TILE_TAPS; j++)
-                            if (k0 + j < K)
-                                p[j] = DWCONV_FMAF(g, xs[gpu_bwd_word(q * S + (k0 + j) * D)], p[j]);
-                        pb = pb + g;
-                    }
-#pragma unroll
-                    for (int j = 0; j < GPU_BWD_TILE_TAPS; j++)
-                        if (k0 + j < K) ps[(k0 + j) * TC + chunk] = p[j];
-                    if (k0 == 0) ps[K * TC + chunk] = pb;
+                    if (taps == 4) gpu_bwd_tile_chain<4>(xs, gs, ps, K, S, D, TC, chunk, k0, q_first, m_end);
+                    else gpu_bwd_tile_chain<GPU_BWD_TILE_TAPS>(xs, gs, ps, K, S, D, TC, chunk, k0, q_first, m_end);
                 }
                 /* 3b. dx of the inputs whose last reader is in this tile */
                 if (tid >= chain_threads && dx_threads) {
@@ -143,7 +153,8 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kern
                     const int span = (int)((K - 1) * D);
                     for (int64_t i = lo + (tid - chain_threads); i < hi; i += dx_threads) {
                         const int e = (int)(i - w0) - span; /* k = K - 1 */
-                        int qa = e >= 0 ? e / S : -((-e + S - 1) / S), qb = e - qa * S; /* floor */
+                        int qa = S == 1 ? e : e >= 0 ? e / S : -((-e + S - 1) / S); /* floor */
+                        int qb = e - qa * S;
                         const int step_a = D / S, step_b = D % S;
                         float acc = 0.0f;
                         for (int k = (int)K - 1; k >= 0; k--) {

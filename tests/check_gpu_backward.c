@@ -18,6 +18,7 @@
 #include "gpu_bwd_cases.h"
 #include "gpu_cases.h"
 #include "gpu_families.h"
+#include "gpu_graph.h"
 
 static dwconv_backend gpu_backend;
 
@@ -200,6 +201,74 @@ START_TEST(causal_with_states) {
 }
 END_TEST
 
+/* Stream capture: after one uncaptured call (which sizes the context's scratch), the
+ * same call captured into a graph runs nothing during the capture and replays the
+ * reference's bits; the replay reads new inputs from the same buffers. */
+START_TEST(graph_capture_replays_bitwise) {
+    char why[1024];
+    gpu_graph_api *api = NULL;
+    void *stream = NULL, *exec = NULL;
+    ck_assert_msg(gpu_graph_open(&api, gpu_backend, 0, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(gpu_graph_stream(api, &stream, why, sizeof why) == 0, "%s", why);
+    dwconv_context *ctx = gpu_context();
+    test_rng rng = test_rng_seed(1206);
+    dwconv_desc d;
+    dwconv_desc_init(&d, 2, 64, 4099, 3);
+    d.pad_left = d.pad_right = 1, d.activation = DWCONV_ACT_SILU;
+    gpu_bwd_case c;
+    ck_assert_msg(gpu_bwd_case_make(&c, &d, GPU_CHANNEL_FIRST, 7, &rng, why, sizeof why) == 0, "%s", why);
+    char *x = gpu_alloc(ctx, c.x_bytes), *dy = gpu_alloc(ctx, c.dy_bytes), *w = gpu_alloc(ctx, c.weight_bytes);
+    char *b = c.bias ? gpu_alloc(ctx, c.bias_bytes) : NULL;
+    void *out[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL}, *host[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
+    for (int o = 0; o < 3; o++) out[o] = gpu_alloc(ctx, c.out_bytes[o]), host[o] = malloc(c.out_bytes[o]);
+    dwconv_plan *plan = NULL;
+    ck_assert(dwconv_plan_create(&plan, ctx, &d) == DWCONV_SUCCESS);
+    ck_assert(dwconv_plan_set_strides(plan, DWCONV_TENSOR_X, c.x_stride[0], c.x_stride[1], c.x_stride[2]) == DWCONV_SUCCESS);
+    ck_assert(dwconv_plan_set_strides(plan, DWCONV_TENSOR_DY, c.dy_stride[0], c.dy_stride[1], c.dy_stride[2]) == DWCONV_SUCCESS);
+    ck_assert(dwconv_plan_set_strides(plan, DWCONV_TENSOR_DX, c.dx_stride[0], c.dx_stride[1], c.dx_stride[2]) == DWCONV_SUCCESS);
+    ck_assert(dwconv_plan_set_grad_dtype(plan, (dwconv_dtype)c.grad_dtype) == DWCONV_SUCCESS);
+    ck_assert(dwconv_context_set_stream(ctx, stream) == DWCONV_SUCCESS);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) /* new inputs in the same buffers */
+            ck_assert_msg(gpu_bwd_case_refill(&c, &rng, why, sizeof why) == 0, "%s", why);
+        ck_assert(dwconv_copy_to_backend(ctx, x, c.x, c.x_bytes) == DWCONV_SUCCESS);
+        ck_assert(dwconv_copy_to_backend(ctx, dy, c.dy, c.dy_bytes) == DWCONV_SUCCESS);
+        ck_assert(dwconv_copy_to_backend(ctx, w, c.weight, c.weight_bytes) == DWCONV_SUCCESS);
+        if (b && c.bias) ck_assert(dwconv_copy_to_backend(ctx, b, c.bias, c.bias_bytes) == DWCONV_SUCCESS);
+        if (round == 0) { /* the uncaptured call, then the capture */
+            ck_assert_msg(dwconv_plan_backward(plan, x, w, c.bias ? b : NULL, dy, out[0], out[1], out[2]) ==
+                              DWCONV_SUCCESS, "%s", dwconv_last_error());
+            ck_assert(dwconv_synchronize(ctx) == DWCONV_SUCCESS);
+        }
+        for (int o = 0; o < 3; o++) {
+            test_poison(host[o], c.out_bytes[o]);
+            ck_assert(dwconv_copy_to_backend(ctx, out[o], host[o], c.out_bytes[o]) == DWCONV_SUCCESS);
+        }
+        if (round == 0) {
+            ck_assert_msg(gpu_graph_begin(api, stream, why, sizeof why) == 0, "%s", why);
+            const dwconv_status st = dwconv_plan_backward(plan, x, w, c.bias ? b : NULL, dy, out[0], out[1], out[2]);
+            const int ended = gpu_graph_end(api, stream, &exec, why, sizeof why);
+            ck_assert_msg(st == DWCONV_SUCCESS, "captured call: %s", dwconv_last_error());
+            ck_assert_msg(ended == 0, "%s (the call did something a capture does not allow)", why);
+            ck_assert(dwconv_copy_to_host(ctx, host[0], out[0], c.out_bytes[0]) == DWCONV_SUCCESS);
+            ck_assert_msg(test_untouched(host[0], c.out_bytes[0]), "the capture ran the kernels");
+        }
+        ck_assert_msg(gpu_graph_launch(api, exec, stream, why, sizeof why) == 0, "%s", why);
+        ck_assert_msg(gpu_graph_wait(api, stream, why, sizeof why) == 0, "%s", why);
+        for (int o = 0; o < 3; o++) ck_assert(dwconv_copy_to_host(ctx, host[o], out[o], c.out_bytes[o]) == DWCONV_SUCCESS);
+        ck_assert_msg(gpu_bwd_case_compare(&c, host, why, sizeof why) == 0, "%s (replay %d)", why, round + 1);
+    }
+    ck_assert(dwconv_context_set_stream(ctx, NULL) == DWCONV_SUCCESS);
+    dwconv_plan_destroy(plan);
+    for (int o = 0; o < 3; o++) dwconv_free(ctx, out[o]), free(host[o]);
+    dwconv_free(ctx, x), dwconv_free(ctx, dy), dwconv_free(ctx, w), dwconv_free(ctx, b);
+    gpu_bwd_case_free(&c);
+    dwconv_context_destroy(ctx);
+    gpu_graph_free(api, exec, stream);
+    gpu_graph_close(api);
+}
+END_TEST
+
 static int find_gpu(void) {
     const dwconv_backend order[] = {DWCONV_BACKEND_CUDA, DWCONV_BACKEND_HIP};
     for (int i = 0; i < 2; i++) {
@@ -226,6 +295,16 @@ int main(void) {
     tcase_add_test(t, causal_with_states);
     if (gpu_test_quick()) printf("check_gpu_backward: SKIP over_two_billion_elements: DWCONV_TEST_QUICK is set\n");
     else tcase_add_test(t, over_two_billion_elements);
+    suite_add_tcase(s, t);
+    t = tcase_create("streams");
+    tcase_set_timeout(t, 0);
+    char graph_why[256];
+    gpu_graph_api *api = NULL;
+    if (gpu_graph_open(&api, gpu_backend, 0, graph_why, sizeof graph_why) == 0)
+        tcase_add_test(t, graph_capture_replays_bitwise);
+    else
+        printf("check_gpu_backward: SKIP graph_capture_replays_bitwise: %s\n", graph_why);
+    gpu_graph_close(api);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK); /* GPU runtimes must not see a fork */

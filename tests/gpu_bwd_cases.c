@@ -115,6 +115,17 @@ static int make(gpu_bwd_case *c, const dwconv_desc *desc, int cls, int causal, i
         snprintf(why, why_size, "%s: no host memory", test_desc_string(desc));
         return -1;
     }
+    return gpu_bwd_case_refill(c, rng, why, why_size);
+}
+
+int gpu_bwd_case_refill(gpu_bwd_case *c, test_rng *rng, char *why, size_t why_size) {
+    const dwconv_desc *desc = &c->desc;
+    const dwconv_dtype dt = desc->dtype, wt = desc->weight_dtype;
+    const size_t es = dwconv_dtype_size(dt);
+    const int64_t x_elements = (int64_t)(c->x_bytes / es), dy_elements = (int64_t)(c->dy_bytes / es);
+    const int64_t C = desc->channels, K = desc->kernel_size;
+    const int64_t states = (int64_t)((c->state_bytes ? c->state_bytes : c->dstate_out_bytes) / es);
+    const int with_bias = c->bias != NULL;
     test_fill_random(rng, dt, c->x, x_elements);
     test_fill_random(rng, dt, c->dy, dy_elements);
     test_fill_random(rng, wt, c->weight, C * K);
@@ -128,12 +139,10 @@ static int make(gpu_bwd_case *c, const dwconv_desc *desc, int cls, int causal, i
     if (gpu_bwd_case_problem(&p, c, c->x, c->weight, c->bias, c->dy, c->state, c->dstate_out,
                              c->expected) != 0) {
         snprintf(why, why_size, "%s: %s", gpu_bwd_case_string(c), dwconv_last_error());
-        gpu_bwd_case_free(c);
         return -1;
     }
     if (dwconv_reference_run(&p, msg) != DWCONV_SUCCESS) {
         snprintf(why, why_size, "%s: the reference: %s", gpu_bwd_case_string(c), msg);
-        gpu_bwd_case_free(c);
         return -1;
     }
     return 0;

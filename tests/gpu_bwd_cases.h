@@ -48,6 +48,10 @@ void gpu_bwd_case_free(gpu_bwd_case *c);
 int gpu_bwd_case_make_causal(gpu_bwd_case *c, const dwconv_desc *desc, int wanted,
                              test_rng *rng, char *why, size_t why_size);
 
+/* New random inputs for c (the same shapes, strides and outputs) and their expected
+ * outputs; 0, or -1 with why. */
+int gpu_bwd_case_refill(gpu_bwd_case *c, test_rng *rng, char *why, size_t why_size);
+
 /* The problem the core builds for c on these buffers (host or device memory: the core
  * reads neither); a NULL output is not wanted. 0, or -1 (dwconv_last_error says why). */
 int gpu_bwd_case_problem(dwconv_problem *p, const gpu_bwd_case *c, const void *x,

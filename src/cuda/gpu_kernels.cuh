@@ -31,10 +31,24 @@
  *   gpu_kernel_causal_check.cuh    device-side index checks and the violation record
  *   gpu_kernel_causal_forward.cuh  outputs that read states / packed sequences; final states
  *   gpu_kernel_causal_update.cuh   the decode update, one thread per (sequence, channel)
+ *
+ * The backward (gpu_bwd_plan.cuh says which kernels run, in which order):
+ *   gpu_kernel_bwd_ncl_tile.cuh channel-first rows: a block per tile of up to 32 chunks
+ *                               of 64 outputs, staged in shared memory: g, the chunk
+ *                               partial sums and their tree, dx of the tile's inputs
+ *   gpu_kernel_bwd_nlc.cuh      channel-last, stride 1, dilation 1, K <= 8: a thread per
+ *                               (chunk, channel), everything in registers
+ *   gpu_kernel_bwd_chunk.cuh    anything else: a thread per chunk of 64 outputs: g, the
+ *                               partial sums of dweight and dbias, dx of the inputs it
+ *                               last reads
+ *   gpu_kernel_bwd_gather.cuh   dx of single inputs (row ends under padding modes, the
+ *                               causal backward's states)
+ *   gpu_kernel_bwd_reduce.cuh   the partial sums into dweight and dbias, tree order
  */
 #ifndef DWCONV_GPU_KERNELS_CUH
 #define DWCONV_GPU_KERNELS_CUH
 
+#include "gpu_bwd_plan.cuh"
 #include "gpu_dispatch.cuh"
 
 #endif /* DWCONV_GPU_KERNELS_CUH */

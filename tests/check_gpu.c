@@ -265,7 +265,9 @@ START_TEST(host_pointer_is_rejected) {
     dwconv_context *ctx = gpu_context(GPU_FAMILY_AUTO, 0);
     dwconv_desc d = shape(1, 4, 64, 3, DWCONV_F32, DWCONV_LAYOUT_NCL);
     float host[4 * 64];
-    char *x = gpu_alloc(ctx, sizeof host), *y = gpu_alloc(ctx, sizeof host);
+    /* x has room past its end: x + 1 must be refused for its alignment alone, not as
+     * an x that runs into the next allocation (y may follow x, an ALIASING error) */
+    char *x = gpu_alloc(ctx, sizeof host + 64), *y = gpu_alloc(ctx, sizeof host);
     void *w = gpu_alloc(ctx, 12 * sizeof(float));
     test_poison(host, sizeof host);
     ck_assert_int_eq(dwconv_forward(ctx, &d, host, w, NULL, y), DWCONV_ERROR_BAD_POINTER);
@@ -319,7 +321,7 @@ START_TEST(out_of_memory_then_working) {
     dwconv_context *ctx = gpu_context(GPU_FAMILY_AUTO, 0);
     void *p = (void *)1;
     ck_assert_int_eq(dwconv_malloc(ctx, &p, (size_t)1 << 50), DWCONV_ERROR_OUT_OF_MEMORY);
-    ck_assert_ptr_null(p);
+    ck_assert_ptr_eq(p, (void *)1); /* a failed call leaves its outputs untouched */
     ck_assert(strlen(dwconv_last_error()) > 0);
     test_rng rng = test_rng_seed(5);
     dwconv_desc d = shape(2, 5, 3000, 4, DWCONV_BF16, DWCONV_LAYOUT_NCL);

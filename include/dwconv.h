@@ -84,7 +84,7 @@ DWCONV_API const char *dwconv_last_error(void);
 /* ---- version ------------------------------------------------------------------ */
 
 DWCONV_API int dwconv_version(void);                /* DWCONV_VERSION of the library */
-DWCONV_API const char *dwconv_version_string(void); /* "0.1.0" */
+DWCONV_API const char *dwconv_version_string(void); /* "0.2.0" for this header */
 
 /* ---- descriptor ------------------------------------------------------------------ */
 

@@ -12,7 +12,7 @@
  *
  * Members before DWCONV_MODULE_OPS_MIN_SIZE are required (never NULL). The optional
  * ones after it may be NULL, and a table built against an older header may end before
- * them (ops_size says where it ends): the core then calls its own stub, which answers
+ * them (ops_size says where it ends): the core then calls its own default, which answers
  * DWCONV_ERROR_UNSUPPORTED (or, for get_stream, NULL). Every member that can fail
  * writes a one-line reason into msg (at most DWCONV_MSG_SIZE bytes, NUL-terminated).
  *
@@ -168,10 +168,10 @@ typedef struct dwconv_module_ops {
     dwconv_status (*supports)(void *state, const dwconv_problem *problem, char *msg);
     dwconv_status (*run)(void *state, const dwconv_problem *problem, char *msg);
 
-    /* ---- optional (NULL or past ops_size: the core's stub) ---- */
+    /* ---- optional (NULL or past ops_size: the core's default) ---- */
 
     /* SUCCESS if the device can run this module's code (its architecture is built in,
-     * or JIT-able); else BACKEND_UNAVAILABLE and why. Stub: every device can. */
+     * or JIT-able); else BACKEND_UNAVAILABLE and why. Default: every device can. */
     dwconv_status (*device_check)(int device, char *msg);
     dwconv_status (*set_stream)(void *state, void *stream, char *msg);
     void *(*get_stream)(void *state);

@@ -319,6 +319,9 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--torch-reps", type=int, default=5)
     ap.add_argument("--group", action="append", help="run only these groups")
+    ap.add_argument("--kernel", default="auto",
+                    help="DWCONV_GPU_KERNEL for dwconv's context (with DWCONV_GPU_KERNEL_STRICT=1 "
+                    "in the environment, shapes the family does not take are listed as refused)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--json")
@@ -326,7 +329,7 @@ def main():
     args = ap.parse_args()
 
     lib = load_library(args.build)
-    gpu, cpu = Dwconv(lib, CUDA), Dwconv(lib, CPU)
+    gpu, cpu = Dwconv(lib, CUDA, args.kernel), Dwconv(lib, CPU)
     stream = torch.cuda.Stream()  # one stream for everything timed (not the legacy one)
     torch.cuda.set_stream(stream)
     gpu.set_stream(stream.cuda_stream)
@@ -340,9 +343,14 @@ def main():
     shapes = all_shapes(lib, args.seed, args.count, args.max_mb << 20)
     if args.group:
         shapes = [s for s in shapes if s.group in args.group]
-    results, t0 = [], time.time()
+    results, refused, t0 = [], [], time.time()
     for i, s in enumerate(shapes):
-        r = run_shape(s, lib, gpu, cpu, args, l2)
+        try:
+            r = run_shape(s, lib, gpu, cpu, args, l2)
+        except RuntimeError as e:  # a family forced with DWCONV_GPU_KERNEL_STRICT=1
+            refused.append({"shape": s.label(), "dtype": DTYPE_NAME[s.dtype], "error": str(e)[:160]})
+            print(f"{i:3d} {s.group:13s} {s.label():58s} refused: {str(e)[:80]}", flush=True)
+            continue
         results.append(r)
         print(f"{i:3d} {r['group']:13s} {r['shape']:58s} {r['dtype']:4s} {r['layout']} "
               f"fraction {r['fraction']:.3f} dwconv {r['dwconv_ms']:.4f} copy {r['copy_ms']:.4f} "
@@ -360,7 +368,7 @@ def main():
         open(args.markdown, "w").write(table)
     if args.json:
         json.dump({"device": device, "peak_fp32_tflops": peak, "seed": args.seed,
-                   "distribution": dists, "results": results}, open(args.json, "w"), indent=1)
+                   "distribution": dists, "results": results, "refused": refused}, open(args.json, "w"), indent=1)
     bad = [r["shape"] for r in results if r.get("check") == "DIFFERS"]
     if bad:
         print("WRONG RESULTS:", "; ".join(bad))

@@ -215,8 +215,12 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 /* ---- the choice ---- */
 
 /* Channel-first rows shorter than this run the generic kernel unless lean takes them
- * (several rows per block): a tile of tile or lattice would leave most threads idle. */
-#define GPU_SHORT_ROW 512
+ * (several rows per block): a tile of tile or lattice would leave most threads idle.
+ * From about 200 outputs on, staging the window once beats generic's K reads per
+ * output although most of the tile idles (the 2026-12-02 sweep, each family forced:
+ * K 15-56 rows of 250-576 outputs ran 1.2-3.3x faster on lattice or tile; rows of
+ * 64-119 outputs stayed faster on generic). */
+#define GPU_SHORT_ROW 192
 
 /* The family for a: mixed layouts: generic. Channel-last with stride 1 and dilation 1:
  * slide for small K where every position of x and y starts on a 16-byte boundary (its

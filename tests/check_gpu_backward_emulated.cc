@@ -37,7 +37,7 @@ struct guarded_buffer {
 
 /* What ran, over the whole run. */
 struct {
-    int cases, chunk_dx, gather_edges, gather_all, sums, tile, tile_gather, nlc, nlc_gather, states;
+    int cases, chunk_dx, gather_edges, gather_all, sums, tile, tile_lean, tile_gather, nlc, nlc_gather, states;
 } seen;
 
 /* Runs c's plan in the emulator with inputs offset by `shift` elements and outputs by
@@ -135,6 +135,7 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
             if (result == 0) {
                 seen.cases++;
                 seen.tile += tile != 0;
+                seen.tile_lean += tile && gpu_bwd_tile_is_lean(&a);
                 seen.tile_gather += tile && gather;
                 seen.nlc += nlc != 0;
                 seen.nlc_gather += nlc && gather;
@@ -242,17 +243,17 @@ int main(void) {
         failures += check_desc(&rng, &d, GPU_CASE_ANY_STRIDES, 0, i, &runs, true);
     }
     if (!seen.chunk_dx || !seen.gather_edges || !seen.gather_all || !seen.sums || !seen.tile ||
-        !seen.tile_gather || !seen.nlc || !seen.nlc_gather || !seen.states) {
+        !seen.tile_lean || seen.tile_lean == seen.tile || !seen.tile_gather || !seen.nlc || !seen.nlc_gather || !seen.states) {
         fprintf(stderr, "FAIL a path was never taken: dx by chunks %d, row ends by gather %d, "
-                "every dx by gather %d, sums %d, tile %d, tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
+                "every dx by gather %d, sums %d, tile %d (lean %d), tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
                 "causal with states %d\n", seen.chunk_dx, seen.gather_edges, seen.gather_all,
-                seen.sums, seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
+                seen.sums, seen.tile, seen.tile_lean, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
         failures++;
     }
     printf("%d of %d emulated backward runs match the reference bit for bit (dx by chunks %d, "
-           "row ends by gather %d, every dx by gather %d, sums %d, tile %d, tile with row ends "
+           "row ends by gather %d, every dx by gather %d, sums %d, tile %d (lean %d), tile with row ends "
            "by gather %d, nlc %d, nlc with row ends by gather %d, causal with states %d)\n",
            runs - failures, runs, seen.chunk_dx, seen.gather_edges, seen.gather_all, seen.sums,
-           seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
+           seen.tile, seen.tile_lean, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
     return failures ? 1 : 0;
 }

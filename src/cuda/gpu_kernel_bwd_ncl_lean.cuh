@@ -1,0 +1,182 @@
+/*
+ * The channel-first backward's common case: stride 1, dilation 1, K <= 8 known at
+ * compile time (the reference problem, causal and "same" convolutions). The same tile,
+ * shared layout, phases and bits as gpu_kernel_bwd_ncl_tile.cuh, in fewer instructions
+ * per output: the tile kernel is issue-bound (ncu on the reference problem, 2026-12-02,
+ * a version with its loads batched as here: SM issue 76% busy, DRAM 19%) on its
+ * run-time tap loops, 64-bit index arithmetic and the stride/dilation stepping of
+ * every dx tap. Here the taps unroll, indices are 32-bit slots of the tile, both
+ * staged arrays load GPU_BWD_STAGE_BATCH vectors per thread at once, and:
+ *   2. g: one output per thread in turn, its K window values at constant offsets;
+ *   3a. one chain thread per chunk runs the K weight chains and the bias sum together,
+ *       the window sliding through registers (one new shared load per output);
+ *   3b. dx: one input per thread in turn, its K readers at constant offsets, the
+ *       bounds tested only in the row's first and last tiles.
+ *
+ * Grid: x = tiles along a row, y = channels, z = batch (each strided).
+ */
+#ifndef DWCONV_GPU_KERNEL_BWD_NCL_LEAN_CUH
+#define DWCONV_GPU_KERNEL_BWD_NCL_LEAN_CUH
+
+#include "gpu_kernel_bwd_ncl_tile.cuh"
+
+#define GPU_BWD_LEAN_MAX_K 8
+#define GPU_BWD_STAGE_BATCH 4 /* 16-byte loads a thread has in flight while staging */
+/* 64 registers: 4 blocks of 256 threads per SM by registers (7 by shared memory). */
+#define GPU_BWD_LEAN_MIN_BLOCKS 4
+
+/* Elements [lo, hi) of a row (raw pointer at position 0, positions adjacent) into the
+ * shared words gpu_bwd_word(p - base), widened: 16-byte loads between the row's vector
+ * boundaries, GPU_BWD_STAGE_BATCH of them issued by a thread before it stores any,
+ * single elements at the two ends. */
+template <int XT>
+static __device__ __forceinline__ void gpu_bwd_stage(const typename gpu_elem<XT>::raw *row, int64_t lo,
+                                                     int64_t hi, int64_t base, float *dst, int T, int tid) {
+    const int V = gpu_vec_width<XT>::value;
+    if (hi <= lo) return;
+    const int n = (int)(hi - lo), off = (int)(lo - base);
+    const int head = (V - gpu_misalignment<XT>(row, lo)) % V < n ? (V - gpu_misalignment<XT>(row, lo)) % V : n;
+    const int vectors = (n - head) / V;
+    const typename gpu_elem<XT>::raw *first = row + lo + head;
+    for (int v0 = tid; v0 < vectors; v0 += GPU_BWD_STAGE_BATCH * T) {
+        uint4 r[GPU_BWD_STAGE_BATCH];
+#pragma unroll
+        for (int u = 0; u < GPU_BWD_STAGE_BATCH; u++)
+            if (v0 + u * T < vectors) r[u] = gpu_load16(first + (int64_t)(v0 + u * T) * V);
+#pragma unroll
+        for (int u = 0; u < GPU_BWD_STAGE_BATCH; u++)
+            if (v0 + u * T < vectors) {
+                float f[gpu_vec_width<XT>::value];
+                gpu_vec_widen<XT>(r[u], f);
+                const int e = off + head + (v0 + u * T) * V;
+#pragma unroll
+                for (int j = 0; j < gpu_vec_width<XT>::value; j++) dst[gpu_bwd_word(e + j)] = f[j];
+            }
+    }
+    const int tail = head + vectors * V, ends = head + n - tail;
+    for (int q = tid; q < ends; q += T) {
+        const int e = q < head ? q : tail + (q - head);
+        dst[gpu_bwd_word(off + e)] = gpu_elem<XT>::widen(row[lo + e]);
+    }
+}
+
+/* One chunk's chain: the K weight sums and the bias sum over outputs q_first ..
+ * q_first + n - 1 (g slots; window slot q + k under tap k), in order. FULL: n is
+ * DWCONV_GRAD_CHUNK, known here, so the walk unrolls. */
+template <int K, bool FULL>
+static __device__ __forceinline__ void gpu_bwd_lean_chain(const float *xs, const float *gs, float *ps, int TC,
+                                                          int chunk, int q_first, int n) {
+    float p[K], pb = 0.0f, xw[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) p[k] = 0.0f;
+#pragma unroll
+    for (int k = 0; k + 1 < K; k++) xw[k + 1] = xs[gpu_bwd_word(q_first + k)];
+#pragma unroll 8
+    for (int m = 0; m < (FULL ? DWCONV_GRAD_CHUNK : n); m++) {
+        const int q = q_first + m;
+#pragma unroll
+        for (int k = 0; k + 1 < K; k++) xw[k] = xw[k + 1];
+        xw[K - 1] = xs[gpu_bwd_word(q + K - 1)];
+        const float g = gs[gpu_bwd_word(q)];
+#pragma unroll
+        for (int k = 0; k < K; k++) p[k] = DWCONV_FMAF(g, xw[k], p[k]);
+        pb = pb + g;
+    }
+#pragma unroll
+    for (int k = 0; k < K; k++) ps[k * TC + chunk] = p[k];
+    ps[K * TC + chunk] = pb;
+}
+
+template <int XT, int WT, int K>
+__global__ __launch_bounds__(GPU_BWD_TILE_THREADS, GPU_BWD_LEAN_MIN_BLOCKS) void dwconv_bwd_ncl_lean_kernel(gpu_bwd_args a) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int T = blockDim.x, tid = threadIdx.x;
+    const int64_t L = a.length, L_out = a.output_length;
+    const int H = K - 1, TC = (int)a.tile_chunks;
+    const gpu_bwd_tile_layout lay = gpu_bwd_tile_layout_of(TC, H, K, 1, 1);
+    float *sm = (float *)gpu_shared_base();
+    float *xs = sm, *gs = sm + lay.g_at, *ws = sm + lay.w_at, *ps = sm + lay.p_at;
+    /* chain threads: one per chunk, whole warps; the rest sum dx */
+    const int chain_threads = a.sums ? (TC + 31) / 32 * 32 : 0;
+    const int dx_threads = a.dx ? T - chain_threads : 0;
+
+    for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
+        for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y)
+            for (int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
+                const gpu_bwd_row<XT, WT> row(a, b, c);
+                const int64_t o0 = tile * TC * DWCONV_GRAD_CHUNK;
+                const int64_t q0 = o0 - H;              /* output of g slot 0 */
+                const int64_t w0 = q0 - a.pad_left;     /* position of window slot 0 */
+                const int chunks_here = (int)gpu_min64(TC, (L_out - o0 + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK);
+                __syncthreads(); /* the previous tile's reads are done */
+                /* 1. the window, dy of the outputs, the weights */
+                const int64_t in_lo = gpu_max64(w0, 0), in_hi = gpu_max64(in_lo, gpu_min64(w0 + lay.window, L));
+                gpu_bwd_stage<XT>(row.x, in_lo, in_hi, w0, xs, T, tid);
+                gpu_bwd_stage<XT>(row.dy, gpu_max64(q0, 0), gpu_min64(q0 + lay.outputs, L_out), q0, gs, T, tid);
+                { /* window positions outside the row: the padding mode (or the state) */
+                    const int left = (int)(in_lo - w0), right = (int)(w0 + lay.window - in_hi);
+                    for (int q = tid; q < left + right; q += T) {
+                        const int e = q < left ? q : (int)(in_hi - w0) + (q - left);
+                        xs[gpu_bwd_word(e)] = row.xp(a, w0 + e);
+                    }
+                }
+                if (tid < K) ws[tid] = row.weight(tid);
+                __syncthreads();
+                float w[K];
+#pragma unroll
+                for (int k = 0; k < K; k++) w[k] = ws[k];
+                /* 2. g, over the staged dy: slots [q_lo, q_hi) hold outputs */
+                const int q_lo = (int)gpu_max64(0, -q0), q_hi = (int)gpu_min64(lay.outputs, L_out - q0);
+                for (int q = q_lo + tid; q < q_hi; q += T) {
+                    float z = row.bias;
+#pragma unroll
+                    for (int k = 0; k < K; k++) z = DWCONV_FMAF(xs[gpu_bwd_word(q + k)], w[k], z);
+                    gs[gpu_bwd_word(q)] = dwconv_activation_grad(a.activation, z, gs[gpu_bwd_word(q)]);
+                }
+                __syncthreads();
+                /* 3a. the chains: thread = chunk */
+                if (tid < chain_threads && tid < chunks_here) {
+                    const int q_first = H + tid * DWCONV_GRAD_CHUNK;
+                    const int n = (int)gpu_min64(DWCONV_GRAD_CHUNK, L_out - o0 - (int64_t)tid * DWCONV_GRAD_CHUNK);
+                    if (n == DWCONV_GRAD_CHUNK) gpu_bwd_lean_chain<K, true>(xs, gs, ps, TC, tid, q_first, n);
+                    else gpu_bwd_lean_chain<K, false>(xs, gs, ps, TC, tid, q_first, n);
+                }
+                /* 3b. dx of the inputs whose last reader is in this tile: input i's
+                 * reader with tap k is output i + pad_left - k, g slot e - k for i at
+                 * window slot e */
+                if (tid >= chain_threads && dx_threads) {
+                    raw *dx = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
+                    int64_t lo = tile == 0 ? 0 : o0 - a.pad_left;
+                    int64_t hi = tile == a.tiles - 1 ? L : o0 + (int64_t)TC * DWCONV_GRAD_CHUNK - a.pad_left;
+                    lo = gpu_max64(lo, a.edge_lo), hi = gpu_min64(hi, L - a.edge_hi);
+                    const int n = (int)gpu_max64(0, hi - lo), e0 = (int)(lo - w0);
+                    /* every reader exists unless the tile holds a row end */
+                    const bool inside = q0 + e0 - H >= 0 && q0 + e0 + n - 1 < L_out;
+                    for (int j = tid - chain_threads; j < n; j += dx_threads) {
+                        const int e = e0 + j;
+                        float acc = 0.0f;
+#pragma unroll
+                        for (int k = K - 1; k >= 0; k--) {
+                            const int q = e - k;
+                            if (inside || (q0 + q >= 0 && q0 + q < L_out))
+                                acc = DWCONV_FMAF(gs[gpu_bwd_word(q)], w[k], acc);
+                        }
+                        dx[lo + j] = gpu_elem<XT>::narrow(acc);
+                    }
+                }
+                if (!a.sums) continue;
+                __syncthreads();
+                /* 4. the tile's tree per tap, in place, then its sums out */
+                for (int step = 1; step < chunks_here; step *= 2) {
+                    const int pairs = (chunks_here + 2 * step - 1) / (2 * step);
+                    for (int item = tid; item < (K + 1) * pairs; item += T) {
+                        const int k = item / pairs, i = item % pairs * 2 * step;
+                        if (i + step < chunks_here) ps[k * TC + i] = ps[k * TC + i] + ps[k * TC + i + step];
+                    }
+                    __syncthreads();
+                }
+                if (tid <= K) a.part[gpu_bwd_part(&a, b, c, tid, tile)] = ps[tid * TC];
+            }
+}
+
+#endif /* DWCONV_GPU_KERNEL_BWD_NCL_LEAN_CUH */

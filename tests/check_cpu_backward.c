@@ -23,10 +23,7 @@
 #include "internal.h"
 #include "test_util.h"
 
-static uint64_t base_seed(void) {
-    const char *env = getenv("DWCONV_TEST_SEED");
-    return env && *env ? strtoull(env, NULL, 0) : 20261212u;
-}
+static uint64_t base_seed(void) { return cpu_case_seed(20261212u); }
 
 typedef struct grad_options {
     int dx, dweight, dbias, bias, grad_f32;

@@ -27,18 +27,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "core_check.h"
 #include "cpu.h"
 #include "cpu_cases.h"
 #include "dwconv.h"
 #include "internal.h"
 #include "kernels.h"
 #include "test_util.h"
-
-/* Loops over many elements: ck_assert would write(2) for every passing check. */
-#define EXPECT(cond, ...)                                                              \
-    do {                                                                               \
-        if (!(cond)) ck_abort_msg(__VA_ARGS__);                                        \
-    } while (0)
 
 enum { GUARD = 64 }; /* poisoned bytes around y */
 
@@ -658,12 +653,7 @@ static Suite *cpu_fast_suite(void) {
 }
 
 int main(void) {
-    SRunner *runner = srunner_create(cpu_fast_suite());
     /* every test in a child of its own, whatever CK_FORK says: some read DWCONV_CPU_SIMD
      * (once per process) or set an address-space limit */
-    srunner_set_fork_status(runner, CK_FORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return core_run(cpu_fast_suite(), 1);
 }

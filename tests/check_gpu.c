@@ -1,15 +1,6 @@
 /*
  * The GPU backend suite, written once for whichever GPU backend this machine has
  * (cuda, else hip; exit 77 = skip when neither has a device). Every result is
- * compared bit for bit with the cpu backend, the GPU output poisoned first.
- *
- * Runs without forking (GPU runtimes do not survive a fork of an initialised
- * process). DWCONV_TEST_QUICK=1 shrinks it for compute-sanitizer (tests/gpu_cases.h).
- * DWCONV_GPU_KERNEL is set per test to run every kernel over the same descriptors.
- */
-/*
- * The GPU backend suite, written once for whichever GPU backend this machine has
- * (cuda, else hip; exit 77 = skip when neither has a device). Every result is
  * compared bit for bit with the cpu backend, the GPU output and GPU_CASE_GUARD bytes
  * on each side of it poisoned first and checked after; inputs are allocated to their
  * exact size, so compute-sanitizer sees a read past them. Each family of the registry

@@ -17,15 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core_check.h"
 #include "cpu_cases.h"
 #include "dwconv.h"
 #include "internal.h"
 #include "test_util.h"
 
-static uint64_t base_seed(void) {
-    const char *env = getenv("DWCONV_TEST_SEED");
-    return env && *env ? strtoull(env, NULL, 0) : 20261213u;
-}
+static uint64_t base_seed(void) { return cpu_case_seed(20261213u); }
 
 /* A random causal descriptor (stride 1, zeros, pad_left = span). */
 static dwconv_desc causal_desc(test_rng *rng, int64_t B, int64_t max_length, int64_t max_channels) {
@@ -237,10 +235,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return core_run(suite(), 0); }

@@ -1,6 +1,7 @@
 /*
  * The fast cpu path against the scalar oracle, bit for bit: for every SIMD flavour
- * this build and this processor run, and 1, 2, 3 and 7 threads,
+ * this build and this processor run, and 1, 2, 3, 7 and the default number of threads
+ * (tests/cpu_cases.h),
  *   - hundreds of random descriptors (test_random_desc: every option drawn);
  *   - targeted shapes: long rows, K = 31 and 64, stride 2, dilation 4, causal K4
  *     silu, NLC with C not a multiple of 16, every padding mode on long rows;
@@ -26,40 +27,17 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "core_check.h"
 #include "cpu.h"
+#include "cpu_cases.h"
 #include "dwconv.h"
 #include "internal.h"
 #include "kernels.h"
 #include "test_util.h"
 
-/* Loops over many elements: ck_assert would write(2) for every passing check. */
-#define EXPECT(cond, ...)                                                              \
-    do {                                                                               \
-        if (!(cond)) ck_abort_msg(__VA_ARGS__);                                        \
-    } while (0)
-
 enum { GUARD = 64 }; /* poisoned bytes around y */
 
-static const char *const flavour_names[] = {"generic", "avx2", "avx512"};
-enum { FLAVOURS = sizeof flavour_names / sizeof flavour_names[0] };
-static const int thread_counts[] = {1, 2, 3, 7};
-enum { THREAD_COUNTS = sizeof thread_counts / sizeof thread_counts[0] };
-
-static uint64_t base_seed(void) {
-    const char *env = getenv("DWCONV_TEST_SEED");
-    return env && *env ? strtoull(env, NULL, 0) : 20261201u;
-}
-
-/* The flavours this build and processor run (generic always). */
-static int available_flavours(const dwconv_cpu_kernels **list) {
-    int n = 0;
-    for (int i = 0; i < FLAVOURS; i++) {
-        char why[256];
-        if (dwconv_cpu_kernels_find(flavour_names[i], &list[n], why, sizeof why) == DWCONV_SUCCESS)
-            n++;
-    }
-    return n;
-}
+static uint64_t base_seed(void) { return cpu_case_seed(20261201u); }
 
 /* ---- x between unreadable pages ------------------------------------------------------ */
 
@@ -92,6 +70,7 @@ typedef struct problem {
     char *w, *bias, *y_block, *expected;
     void *y;
     size_t y_bytes;
+    int nan_loose; /* a NaN output need only be a NaN: see nan_inputs_dense */
 } problem;
 
 typedef void (*filler)(test_rng *rng, dwconv_dtype dtype, void *data, int64_t n);
@@ -128,8 +107,10 @@ static void problem_free(problem *p) {
     free(p->w), free(p->bias), free(p->y_block), free(p->expected);
 }
 
-/* Runs one flavour on some threads; the message says what differed. */
-static void expect_oracle(problem *p, const dwconv_cpu_kernels *k, int threads, int nan_loose) {
+/* Runs one flavour on some threads (a cpu_case_each_fn on a problem); the message says
+ * what differed. */
+static void expect_oracle(const dwconv_cpu_kernels *k, int threads, void *arg) {
+    problem *p = arg;
     const dwconv_desc *d = &p->plan.desc;
     size_t es = dwconv_dtype_size(d->dtype);
     test_poison(p->y_block, (size_t)((char *)p->y - p->y_block) + p->y_bytes + GUARD);
@@ -144,7 +125,7 @@ static void expect_oracle(problem *p, const dwconv_cpu_kernels *k, int threads, 
         const char *got = (const char *)p->y + (size_t)i * es, *want = p->expected + (size_t)i * es;
         if (memcmp(got, want, es) == 0) continue;
         float g = test_get(d->dtype, p->y, i), e = test_get(d->dtype, p->expected, i);
-        if (nan_loose && g != g && e != e) continue; /* see nan_inputs */
+        if (p->nan_loose && g != g && e != e) continue; /* see nan_inputs */
         ck_abort_msg("%s, %s, %d threads: y[%lld] = %a, the oracle says %a", test_desc_string(d),
                      k->name, threads, (long long)i, (double)g, (double)e);
     }
@@ -153,12 +134,10 @@ static void expect_oracle(problem *p, const dwconv_cpu_kernels *k, int threads, 
 /* Every available flavour, every thread count. */
 static void expect_all(const dwconv_desc *desc, int with_bias, test_rng *rng, filler fill_x,
                        filler fill_w, int x_at_end, int y_offset, int nan_loose) {
-    const dwconv_cpu_kernels *list[FLAVOURS];
-    int flavours = available_flavours(list);
     problem p;
     problem_make(&p, desc, with_bias, rng, fill_x, fill_w, x_at_end, y_offset);
-    for (int f = 0; f < flavours; f++)
-        for (int t = 0; t < THREAD_COUNTS; t++) expect_oracle(&p, list[f], thread_counts[t], nan_loose);
+    p.nan_loose = nan_loose;
+    cpu_case_each(expect_oracle, &p);
     problem_free(&p);
 }
 
@@ -454,10 +433,10 @@ START_TEST(flavour_lookup) {
     ck_assert_msg(strstr(why, "not in this build") != NULL, "message: %s", why);
 #endif
     /* auto is the first of avx512, avx2, generic that runs here */
-    const dwconv_cpu_kernels *list[FLAVOURS], *best = NULL;
-    ck_assert_int_ge(available_flavours(list), 1);
+    const dwconv_cpu_kernels *list[CPU_CASE_FLAVOURS], *best = NULL;
+    ck_assert_int_ge(cpu_case_flavours(list), 1);
     dwconv_cpu_kernels_find(NULL, &best, why, sizeof why);
-    ck_assert_str_eq(best->name, list[available_flavours(list) - 1]->name);
+    ck_assert_str_eq(best->name, list[cpu_case_flavours(list) - 1]->name);
 }
 END_TEST
 
@@ -674,12 +653,7 @@ static Suite *cpu_fast_suite(void) {
 }
 
 int main(void) {
-    SRunner *runner = srunner_create(cpu_fast_suite());
     /* every test in a child of its own, whatever CK_FORK says: some read DWCONV_CPU_SIMD
      * (once per process) or set an address-space limit */
-    srunner_set_fork_status(runner, CK_FORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return core_run(cpu_fast_suite(), 1);
 }

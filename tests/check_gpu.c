@@ -1,15 +1,6 @@
 /*
  * The GPU backend suite, written once for whichever GPU backend this machine has
  * (cuda, else hip; exit 77 = skip when neither has a device). Every result is
- * compared bit for bit with the cpu backend, the GPU output poisoned first.
- *
- * Runs without forking (GPU runtimes do not survive a fork of an initialised
- * process). DWCONV_TEST_QUICK=1 shrinks it for compute-sanitizer (tests/gpu_cases.h).
- * DWCONV_GPU_KERNEL is set per test to run every kernel over the same descriptors.
- */
-/*
- * The GPU backend suite, written once for whichever GPU backend this machine has
- * (cuda, else hip; exit 77 = skip when neither has a device). Every result is
  * compared bit for bit with the cpu backend, the GPU output and GPU_CASE_GUARD bytes
  * on each side of it poisoned first and checked after; inputs are allocated to their
  * exact size, so compute-sanitizer sees a read past them. Each family of the registry
@@ -25,6 +16,7 @@
 #include <string.h>
 
 #include "gpu_cases.h"
+#include "gpu_device.h"
 #include "gpu_families.h"
 #include "gpu_graph.h"
 
@@ -35,30 +27,7 @@ static dwconv_context *cpu;
 /* A context on device 0 whose forward uses `family` (a gpu_family_id) wherever it
  * applies; strict: and refuses what it does not apply to. */
 static dwconv_context *gpu_context(int family, int strict) {
-    setenv("DWCONV_GPU_KERNEL", gpu_family(family)->name, 1);
-    if (strict) setenv("DWCONV_GPU_KERNEL_STRICT", "1", 1);
-    dwconv_context *ctx = NULL;
-    dwconv_status st = dwconv_context_create(&ctx, gpu_backend, 0);
-    unsetenv("DWCONV_GPU_KERNEL");
-    unsetenv("DWCONV_GPU_KERNEL_STRICT");
-    ck_assert_msg(st == DWCONV_SUCCESS, "context: %s", dwconv_last_error());
-    return ctx;
-}
-
-/* Device memory of exactly `bytes`. */
-static void *gpu_alloc(dwconv_context *ctx, size_t bytes) {
-    void *p = NULL;
-    ck_assert_msg(dwconv_malloc(ctx, &p, bytes) == DWCONV_SUCCESS, "dwconv_malloc(%zu): %s",
-                  bytes, dwconv_last_error());
-    return p;
-}
-
-/* An input on the device: `shift` bytes of nothing, then its bytes, ending where the
- * allocation ends. */
-static char *gpu_input(dwconv_context *ctx, const void *host, size_t bytes, size_t shift) {
-    char *p = gpu_alloc(ctx, shift + bytes);
-    ck_assert(dwconv_copy_to_backend(ctx, p + shift, host, bytes) == DWCONV_SUCCESS);
-    return p;
+    return gpu_device_context(gpu_backend, gpu_family(family)->name, strict);
 }
 
 /* The message of run_case's call (later calls clear dwconv_last_error). */
@@ -72,15 +41,12 @@ static dwconv_status run_case(dwconv_context *ctx, const gpu_case *c, int shift,
     char why[1024];
     const size_t xs = dwconv_dtype_size(c->desc.dtype) * shift;
     const size_t ws = dwconv_dtype_size(c->desc.weight_dtype) * shift;
-    const size_t span = GPU_CASE_GUARD + xs + c->y_bytes + GPU_CASE_GUARD;
-    char *x = gpu_input(ctx, c->x, c->x_bytes, xs), *w = gpu_input(ctx, c->weight, c->weight_bytes, ws);
-    char *b = c->bias ? gpu_input(ctx, c->bias, c->bias_bytes, ws) : NULL;
-    char *y = gpu_alloc(ctx, span);
-    unsigned char *host_y = malloc(span);
-    ck_assert_msg(host_y != NULL, "out of host memory");
-    test_poison(host_y, span);
-    ck_assert(dwconv_copy_to_backend(ctx, y, host_y, span) == DWCONV_SUCCESS);
-    void *yc = y + GPU_CASE_GUARD + xs, *xc = x + xs, *wc = w + ws, *bc = b ? b + ws : NULL;
+    char *x = gpu_device_input(ctx, c->x, c->x_bytes, xs);
+    char *w = gpu_device_input(ctx, c->weight, c->weight_bytes, ws);
+    char *b = c->bias ? gpu_device_input(ctx, c->bias, c->bias_bytes, ws) : NULL;
+    gpu_guarded y;
+    gpu_guarded_make(&y, ctx, c->y_bytes, xs);
+    void *yc = y.at, *xc = x + xs, *wc = w + ws, *bc = b ? b + ws : NULL;
 
     dwconv_status st;
     if (plain) {
@@ -99,20 +65,21 @@ static dwconv_status run_case(dwconv_context *ctx, const gpu_case *c, int shift,
     snprintf(run_error, sizeof run_error, "%s", dwconv_last_error());
     if (st == DWCONV_SUCCESS) {
         ck_assert_msg(dwconv_synchronize(ctx) == DWCONV_SUCCESS, "%s", dwconv_last_error());
-        ck_assert(dwconv_copy_to_host(ctx, host_y, y, span) == DWCONV_SUCCESS);
-        const unsigned char *got = host_y + GPU_CASE_GUARD + xs;
-        ck_assert_msg(gpu_case_compare(c, got, why, sizeof why) == 0, "%s (offset %d elements)",
+        gpu_guarded_fetch(&y);
+        ck_assert_msg(gpu_case_compare(c, y.got, why, sizeof why) == 0, "%s (offset %d elements)",
                       why, shift);
-        ck_assert_msg(gpu_case_guards(c, got, why, sizeof why) == 0, "%s (offset %d elements)",
+        char what[600];
+        snprintf(what, sizeof what, "%s: y", test_desc_string(&c->desc));
+        ck_assert_msg(gpu_guarded_intact(&y, what, why, sizeof why) == 0, "%s (offset %d elements)",
                       why, shift);
     } else { /* a refused call writes nothing */
         ck_assert(dwconv_synchronize(ctx) == DWCONV_SUCCESS);
-        ck_assert(dwconv_copy_to_host(ctx, host_y, y, span) == DWCONV_SUCCESS);
-        ck_assert_msg(test_untouched(host_y, span), "%s: refused, but y was written",
+        gpu_guarded_fetch(&y);
+        ck_assert_msg(test_untouched(y.host, y.span), "%s: refused, but y was written",
                       test_desc_string(&c->desc));
     }
-    free(host_y);
-    dwconv_free(ctx, x), dwconv_free(ctx, y), dwconv_free(ctx, w), dwconv_free(ctx, b);
+    gpu_guarded_free(&y);
+    dwconv_free(ctx, x), dwconv_free(ctx, w), dwconv_free(ctx, b);
     return st;
 }
 
@@ -267,8 +234,8 @@ START_TEST(host_pointer_is_rejected) {
     float host[4 * 64];
     /* x has room past its end: x + 1 must be refused for its alignment alone, not as
      * an x that runs into the next allocation (y may follow x, an ALIASING error) */
-    char *x = gpu_alloc(ctx, sizeof host + 64), *y = gpu_alloc(ctx, sizeof host);
-    void *w = gpu_alloc(ctx, 12 * sizeof(float));
+    char *x = gpu_device_alloc(ctx, sizeof host + 64), *y = gpu_device_alloc(ctx, sizeof host);
+    void *w = gpu_device_alloc(ctx, 12 * sizeof(float));
     test_poison(host, sizeof host);
     ck_assert_int_eq(dwconv_forward(ctx, &d, host, w, NULL, y), DWCONV_ERROR_BAD_POINTER);
     ck_assert_ptr_nonnull(strstr(dwconv_last_error(), "host memory"));
@@ -291,8 +258,9 @@ START_TEST(freed_memory_is_rejected) {
     gpu_case c;
     char why[1024];
     ck_assert_msg(gpu_case_make(&c, &d, NULL, NULL, &rng, 0, cpu, why, sizeof why) == 0, "%s", why);
-    char *x = gpu_input(ctx, c.x, c.x_bytes, 0), *w = gpu_input(ctx, c.weight, c.weight_bytes, 0);
-    char *y = gpu_alloc(ctx, c.y_bytes);
+    char *x = gpu_device_input(ctx, c.x, c.x_bytes, 0);
+    char *w = gpu_device_input(ctx, c.weight, c.weight_bytes, 0);
+    char *y = gpu_device_alloc(ctx, c.y_bytes);
     ck_assert(dwconv_forward(ctx, &d, x, w, NULL, y) == DWCONV_SUCCESS);
     ck_assert(dwconv_synchronize(ctx) == DWCONV_SUCCESS);
     ck_assert(dwconv_free(ctx, x) == DWCONV_SUCCESS);
@@ -308,8 +276,8 @@ START_TEST(other_device_pointer_is_rejected) {
     dwconv_context *ctx0 = gpu_context(GPU_FAMILY_AUTO, 0), *ctx1 = NULL;
     ck_assert(dwconv_context_create(&ctx1, gpu_backend, 1) == DWCONV_SUCCESS);
     dwconv_desc d = shape(1, 4, 64, 3, DWCONV_F32, DWCONV_LAYOUT_NCL);
-    void *x1 = gpu_alloc(ctx1, 4 * 64 * 4), *y0 = gpu_alloc(ctx0, 4 * 64 * 4);
-    void *w0 = gpu_alloc(ctx0, 12 * 4);
+    void *x1 = gpu_device_alloc(ctx1, 4 * 64 * 4), *y0 = gpu_device_alloc(ctx0, 4 * 64 * 4);
+    void *w0 = gpu_device_alloc(ctx0, 12 * 4);
     ck_assert_int_eq(dwconv_forward(ctx0, &d, x1, w0, NULL, y0), DWCONV_ERROR_BAD_POINTER);
     ck_assert_ptr_nonnull(strstr(dwconv_last_error(), "device 1"));
     dwconv_free(ctx1, x1), dwconv_free(ctx0, y0), dwconv_free(ctx0, w0);
@@ -344,10 +312,10 @@ static void device_case_make(device_case *dc, dwconv_context *ctx, const dwconv_
                              test_rng *rng) {
     char why[1024];
     ck_assert_msg(gpu_case_make(&dc->c, d, NULL, NULL, rng, 1, cpu, why, sizeof why) == 0, "%s", why);
-    dc->x = gpu_input(ctx, dc->c.x, dc->c.x_bytes, 0);
-    dc->w = gpu_input(ctx, dc->c.weight, dc->c.weight_bytes, 0);
-    dc->b = gpu_input(ctx, dc->c.bias, dc->c.bias_bytes, 0);
-    dc->y = gpu_alloc(ctx, dc->c.y_bytes);
+    dc->x = gpu_device_input(ctx, dc->c.x, dc->c.x_bytes, 0);
+    dc->w = gpu_device_input(ctx, dc->c.weight, dc->c.weight_bytes, 0);
+    dc->b = gpu_device_input(ctx, dc->c.bias, dc->c.bias_bytes, 0);
+    dc->y = gpu_device_alloc(ctx, dc->c.y_bytes);
     dc->host_y = malloc(dc->c.y_bytes);
     ck_assert(dc->host_y != NULL);
 }
@@ -378,8 +346,7 @@ START_TEST(caller_stream) {
     char why[256];
     gpu_graph_api *api = NULL;
     void *stream = NULL, *got = NULL;
-    ck_assert_msg(gpu_graph_open(&api, gpu_backend, 0, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(gpu_graph_stream(api, &stream, why, sizeof why) == 0, "%s", why);
+    gpu_device_stream(gpu_backend, &api, &stream);
     dwconv_context *ctx = gpu_context(GPU_FAMILY_AUTO, 0);
     ck_assert(dwconv_context_set_stream(ctx, stream) == DWCONV_SUCCESS);
     ck_assert(dwconv_context_get_stream(ctx, &got) == DWCONV_SUCCESS);
@@ -409,11 +376,9 @@ END_TEST
  * nothing (y keeps its poison), the replay gives the cpu backend's bits, and a replay
  * after new inputs were copied into the same buffers gives the new result. */
 START_TEST(graph_capture_replays_bitwise) {
-    char why[256];
     gpu_graph_api *api = NULL;
-    void *stream = NULL, *exec = NULL;
-    ck_assert_msg(gpu_graph_open(&api, gpu_backend, 0, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(gpu_graph_stream(api, &stream, why, sizeof why) == 0, "%s", why);
+    void *stream = NULL;
+    gpu_device_stream(gpu_backend, &api, &stream);
     dwconv_context *ctx = gpu_context(GPU_FAMILY_AUTO, 0);
     test_rng rng = test_rng_seed(2026);
     /* the small problem of the bench, with bias and silu */
@@ -426,16 +391,13 @@ START_TEST(graph_capture_replays_bitwise) {
     ck_assert(dwconv_context_set_stream(ctx, stream) == DWCONV_SUCCESS);
     device_case_poison(&dc, ctx);
 
-    ck_assert_msg(gpu_graph_begin(api, stream, why, sizeof why) == 0, "%s", why);
+    gpu_device_capture_begin(api, stream);
     const dwconv_status st = dwconv_plan_forward(plan, dc.x, dc.w, dc.b, dc.y);
-    const int ended = gpu_graph_end(api, stream, &exec, why, sizeof why);
-    ck_assert_msg(st == DWCONV_SUCCESS, "captured call: %s", dwconv_last_error());
-    ck_assert_msg(ended == 0, "%s (the call did something a capture does not allow)", why);
+    void *exec = gpu_device_capture_end(api, stream, st);
     ck_assert(dwconv_copy_to_host(ctx, dc.host_y, dc.y, dc.c.y_bytes) == DWCONV_SUCCESS);
     ck_assert_msg(test_untouched(dc.host_y, dc.c.y_bytes), "the capture ran the kernel");
 
-    ck_assert_msg(gpu_graph_launch(api, exec, stream, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(gpu_graph_wait(api, stream, why, sizeof why) == 0, "%s", why);
+    gpu_device_replay(api, exec, stream);
     device_case_check(&dc, ctx, "first replay");
 
     /* new inputs in the same buffers: the replay reads them */
@@ -448,8 +410,7 @@ START_TEST(graph_capture_replays_bitwise) {
     gpu_case_free(&dc.c);
     dc.c = next;
     device_case_poison(&dc, ctx);
-    ck_assert_msg(gpu_graph_launch(api, exec, stream, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(gpu_graph_wait(api, stream, why, sizeof why) == 0, "%s", why);
+    gpu_device_replay(api, exec, stream);
     device_case_check(&dc, ctx, "replay with new inputs");
 
     ck_assert(dwconv_context_set_stream(ctx, NULL) == DWCONV_SUCCESS);
@@ -461,43 +422,14 @@ START_TEST(graph_capture_replays_bitwise) {
 }
 END_TEST
 
-/* The first GPU backend with a device, or 0 (with the reasons printed). */
-static int find_gpu(void) {
-    const dwconv_backend order[] = {DWCONV_BACKEND_CUDA, DWCONV_BACKEND_HIP};
-    for (int i = 0; i < 2; i++) {
-        dwconv_backend_report r;
-        if (dwconv_backend_query(order[i], &r) == DWCONV_SUCCESS && r.device_count > 0) {
-            gpu_backend = order[i], gpu_devices = r.device_count;
-            char name[256] = "";
-            dwconv_device_name(gpu_backend, 0, name, sizeof name);
-            printf("check_gpu: %s, %d device(s), device 0: %s\n", dwconv_backend_name(gpu_backend),
-                   gpu_devices, name);
-            return 1;
-        }
-        printf("check_gpu: %s: %s\n", dwconv_backend_name(order[i]), r.detail);
-    }
-    return 0;
-}
-
-/* Adds a test, or says why it is skipped. */
-static void add_or_skip(TCase *t, const TTest *test, const char *name, const char *skip) {
-    if (skip) printf("check_gpu: SKIP %s: %s\n", name, skip);
-    else tcase_add_test(t, test);
-}
-
 int main(void) {
-    if (!find_gpu()) {
-        printf("check_gpu: SKIP: no GPU backend has a device here\n");
-        return 77;
-    }
+    if (!gpu_device_find("check_gpu", &gpu_backend, &gpu_devices)) return 77;
     if (dwconv_context_create(&cpu, DWCONV_BACKEND_CPU, 0) != DWCONV_SUCCESS) {
         printf("check_gpu: no cpu context: %s\n", dwconv_last_error());
         return 1;
     }
     char graph_why[256];
-    gpu_graph_api *api = NULL;
-    const int graphs = gpu_graph_open(&api, gpu_backend, 0, graph_why, sizeof graph_why) == 0;
-    gpu_graph_close(api);
+    const int graphs = gpu_device_graphs(gpu_backend, graph_why, sizeof graph_why);
 
     Suite *s = suite_create("gpu");
     TCase *t = tcase_create("bitwise");
@@ -505,28 +437,24 @@ int main(void) {
     tcase_add_loop_test(t, random_descriptors, GPU_FAMILY_AUTO, GPU_FAMILY_COUNT);
     tcase_add_test(t, targeted_shapes);
     tcase_add_test(t, misaligned_and_odd);
-    add_or_skip(t, over_two_billion_elements, "over_two_billion_elements",
-                gpu_test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
+    gpu_device_add(t, over_two_billion_elements, "over_two_billion_elements",
+                   gpu_test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, host_pointer_is_rejected);
     tcase_add_test(t, freed_memory_is_rejected);
-    add_or_skip(t, other_device_pointer_is_rejected, "other_device_pointer_is_rejected",
-                gpu_devices < 2 ? "one device" : NULL);
+    gpu_device_add(t, other_device_pointer_is_rejected, "other_device_pointer_is_rejected",
+                   gpu_devices < 2 ? "one device" : NULL);
     tcase_add_test(t, out_of_memory_then_working);
     suite_add_tcase(s, t);
     t = tcase_create("streams");
     tcase_set_timeout(t, 0);
-    add_or_skip(t, caller_stream, "caller_stream", graphs ? NULL : graph_why);
-    add_or_skip(t, graph_capture_replays_bitwise, "graph_capture_replays_bitwise",
-                graphs ? NULL : graph_why);
+    gpu_device_add(t, caller_stream, "caller_stream", graphs ? NULL : graph_why);
+    gpu_device_add(t, graph_capture_replays_bitwise, "graph_capture_replays_bitwise",
+                   graphs ? NULL : graph_why);
     suite_add_tcase(s, t);
 
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* GPU runtimes must not see a fork */
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int status = gpu_device_run(s);
     dwconv_context_destroy(cpu);
-    return failed ? 1 : 0;
+    return status;
 }

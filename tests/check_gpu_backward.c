@@ -17,32 +17,13 @@
 
 #include "gpu_bwd_cases.h"
 #include "gpu_cases.h"
+#include "gpu_device.h"
 #include "gpu_families.h"
 #include "gpu_graph.h"
 
 static dwconv_backend gpu_backend;
 
-static dwconv_context *gpu_context(void) {
-    dwconv_context *ctx = NULL;
-    ck_assert_msg(dwconv_context_create(&ctx, gpu_backend, 0) == DWCONV_SUCCESS, "context: %s",
-                  dwconv_last_error());
-    return ctx;
-}
-
-static void *gpu_alloc(dwconv_context *ctx, size_t bytes) {
-    void *p = NULL;
-    ck_assert_msg(dwconv_malloc(ctx, &p, bytes) == DWCONV_SUCCESS, "dwconv_malloc(%zu): %s",
-                  bytes, dwconv_last_error());
-    return p;
-}
-
-/* An input on the device: `shift` bytes of nothing, then its bytes, ending where the
- * allocation ends (compute-sanitizer sees a read past it). */
-static char *gpu_input(dwconv_context *ctx, const void *host, size_t bytes, size_t shift) {
-    char *p = gpu_alloc(ctx, shift + bytes);
-    ck_assert(dwconv_copy_to_backend(ctx, p + shift, host, bytes) == DWCONV_SUCCESS);
-    return p;
-}
+static dwconv_context *gpu_context(void) { return gpu_device_context(gpu_backend, NULL, 0); }
 
 /* Runs c on ctx through a plan with its strides and gradient dtype, every buffer
  * `shift` elements past dwconv_malloc's alignment, twice; fails the test on any
@@ -53,24 +34,20 @@ static void run_case(dwconv_context *ctx, const gpu_bwd_case *c, int shift) {
     const size_t ws = dwconv_dtype_size(c->desc.weight_dtype) * shift;
     const size_t gs = dwconv_dtype_size((dwconv_dtype)c->grad_dtype) * shift;
     const size_t out_shift[GPU_BWD_OUTPUTS] = {xs, gs, gs, xs};
-    char *x = gpu_input(ctx, c->x, c->x_bytes, xs), *dy = gpu_input(ctx, c->dy, c->dy_bytes, xs);
-    char *w = gpu_input(ctx, c->weight, c->weight_bytes, ws);
-    char *b = c->bias ? gpu_input(ctx, c->bias, c->bias_bytes, ws) : NULL;
-    char *state = c->state ? gpu_input(ctx, c->state, c->state_bytes, xs) : NULL;
-    char *dstate_out = c->dstate_out ? gpu_input(ctx, c->dstate_out, c->dstate_out_bytes, xs) : NULL;
-    char *out[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
-    unsigned char *host[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
-    size_t span[GPU_BWD_OUTPUTS] = {0, 0, 0, 0};
+    char *x = gpu_device_input(ctx, c->x, c->x_bytes, xs);
+    char *dy = gpu_device_input(ctx, c->dy, c->dy_bytes, xs);
+    char *w = gpu_device_input(ctx, c->weight, c->weight_bytes, ws);
+    char *b = c->bias ? gpu_device_input(ctx, c->bias, c->bias_bytes, ws) : NULL;
+    char *state = c->state ? gpu_device_input(ctx, c->state, c->state_bytes, xs) : NULL;
+    char *dstate_out =
+        c->dstate_out ? gpu_device_input(ctx, c->dstate_out, c->dstate_out_bytes, xs) : NULL;
+    gpu_guarded out[GPU_BWD_OUTPUTS];
     void *at[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL}, *got[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
-    for (int o = 0; o < GPU_BWD_OUTPUTS; o++) {
-        if (!c->out_bytes[o]) continue;
-        span[o] = GPU_CASE_GUARD + out_shift[o] + c->out_bytes[o] + GPU_CASE_GUARD;
-        out[o] = gpu_alloc(ctx, span[o]);
-        host[o] = malloc(span[o]);
-        ck_assert_msg(host[o] != NULL, "out of host memory");
-        at[o] = out[o] + GPU_CASE_GUARD + out_shift[o];
-        got[o] = host[o] + GPU_CASE_GUARD + out_shift[o];
-    }
+    for (int o = 0; o < GPU_BWD_OUTPUTS; o++)
+        if (c->out_bytes[o]) {
+            gpu_guarded_make(&out[o], ctx, c->out_bytes[o], out_shift[o]);
+            at[o] = out[o].at, got[o] = out[o].got;
+        }
     dwconv_plan *plan = NULL;
     ck_assert_msg(dwconv_plan_create(&plan, ctx, &c->desc) == DWCONV_SUCCESS, "plan: %s",
                   dwconv_last_error());
@@ -83,10 +60,7 @@ static void run_case(dwconv_context *ctx, const gpu_bwd_case *c, int shift) {
     ck_assert(dwconv_plan_set_grad_dtype(plan, (dwconv_dtype)c->grad_dtype) == DWCONV_SUCCESS);
     for (int call = 0; call < 2; call++) {
         for (int o = 0; o < GPU_BWD_OUTPUTS; o++)
-            if (out[o]) {
-                test_poison(host[o], span[o]);
-                ck_assert(dwconv_copy_to_backend(ctx, out[o], host[o], span[o]) == DWCONV_SUCCESS);
-            }
+            if (at[o] && call > 0) gpu_guarded_poison(&out[o]); /* made poisoned */
         const dwconv_status st =
             c->causal ? dwconv_causal_backward(ctx, &c->desc, x + xs, w + ws, b ? b + ws : NULL,
                                                state ? state + xs : NULL, dy + xs,
@@ -97,18 +71,19 @@ static void run_case(dwconv_context *ctx, const gpu_bwd_case *c, int shift) {
         ck_assert_msg(st == DWCONV_SUCCESS, "%s: %s", gpu_bwd_case_string(c), dwconv_last_error());
         ck_assert_msg(dwconv_synchronize(ctx) == DWCONV_SUCCESS, "%s", dwconv_last_error());
         for (int o = 0; o < GPU_BWD_OUTPUTS; o++)
-            if (out[o]) {
-                ck_assert(dwconv_copy_to_host(ctx, host[o], out[o], span[o]) == DWCONV_SUCCESS);
-                ck_assert_msg(test_untouched(host[o], GPU_CASE_GUARD) &&
-                                  test_untouched(host[o] + span[o] - GPU_CASE_GUARD, GPU_CASE_GUARD),
-                              "%s: output %d: a write beside it (call %d, offset %d)",
-                              gpu_bwd_case_string(c), o, call + 1, shift);
+            if (at[o]) {
+                char what[600];
+                snprintf(what, sizeof what, "%s: output %d", gpu_bwd_case_string(c), o);
+                gpu_guarded_fetch(&out[o]);
+                ck_assert_msg(gpu_guarded_intact(&out[o], what, why, sizeof why) == 0,
+                              "%s (call %d, offset %d)", why, call + 1, shift);
             }
         ck_assert_msg(gpu_bwd_case_compare(c, got, why, sizeof why) == 0,
                       "%s (call %d, offset %d elements)", why, call + 1, shift);
     }
     dwconv_plan_destroy(plan);
-    for (int o = 0; o < GPU_BWD_OUTPUTS; o++) free(host[o]), dwconv_free(ctx, out[o]);
+    for (int o = 0; o < GPU_BWD_OUTPUTS; o++)
+        if (at[o]) gpu_guarded_free(&out[o]);
     dwconv_free(ctx, x), dwconv_free(ctx, dy), dwconv_free(ctx, w), dwconv_free(ctx, b);
     dwconv_free(ctx, state), dwconv_free(ctx, dstate_out);
 }
@@ -208,8 +183,7 @@ START_TEST(graph_capture_replays_bitwise) {
     char why[1024];
     gpu_graph_api *api = NULL;
     void *stream = NULL, *exec = NULL;
-    ck_assert_msg(gpu_graph_open(&api, gpu_backend, 0, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(gpu_graph_stream(api, &stream, why, sizeof why) == 0, "%s", why);
+    gpu_device_stream(gpu_backend, &api, &stream);
     dwconv_context *ctx = gpu_context();
     test_rng rng = test_rng_seed(1206);
     dwconv_desc d;
@@ -217,10 +191,11 @@ START_TEST(graph_capture_replays_bitwise) {
     d.pad_left = d.pad_right = 1, d.activation = DWCONV_ACT_SILU;
     gpu_bwd_case c;
     ck_assert_msg(gpu_bwd_case_make(&c, &d, GPU_CHANNEL_FIRST, 7, &rng, why, sizeof why) == 0, "%s", why);
-    char *x = gpu_alloc(ctx, c.x_bytes), *dy = gpu_alloc(ctx, c.dy_bytes), *w = gpu_alloc(ctx, c.weight_bytes);
-    char *b = c.bias ? gpu_alloc(ctx, c.bias_bytes) : NULL;
+    char *x = gpu_device_alloc(ctx, c.x_bytes), *dy = gpu_device_alloc(ctx, c.dy_bytes);
+    char *w = gpu_device_alloc(ctx, c.weight_bytes);
+    char *b = c.bias ? gpu_device_alloc(ctx, c.bias_bytes) : NULL;
     void *out[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL}, *host[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
-    for (int o = 0; o < 3; o++) out[o] = gpu_alloc(ctx, c.out_bytes[o]), host[o] = malloc(c.out_bytes[o]);
+    for (int o = 0; o < 3; o++) out[o] = gpu_device_alloc(ctx, c.out_bytes[o]), host[o] = malloc(c.out_bytes[o]);
     dwconv_plan *plan = NULL;
     ck_assert(dwconv_plan_create(&plan, ctx, &d) == DWCONV_SUCCESS);
     ck_assert(dwconv_plan_set_strides(plan, DWCONV_TENSOR_X, c.x_stride[0], c.x_stride[1], c.x_stride[2]) == DWCONV_SUCCESS);
@@ -245,16 +220,13 @@ START_TEST(graph_capture_replays_bitwise) {
             ck_assert(dwconv_copy_to_backend(ctx, out[o], host[o], c.out_bytes[o]) == DWCONV_SUCCESS);
         }
         if (round == 0) {
-            ck_assert_msg(gpu_graph_begin(api, stream, why, sizeof why) == 0, "%s", why);
+            gpu_device_capture_begin(api, stream);
             const dwconv_status st = dwconv_plan_backward(plan, x, w, c.bias ? b : NULL, dy, out[0], out[1], out[2]);
-            const int ended = gpu_graph_end(api, stream, &exec, why, sizeof why);
-            ck_assert_msg(st == DWCONV_SUCCESS, "captured call: %s", dwconv_last_error());
-            ck_assert_msg(ended == 0, "%s (the call did something a capture does not allow)", why);
+            exec = gpu_device_capture_end(api, stream, st);
             ck_assert(dwconv_copy_to_host(ctx, host[0], out[0], c.out_bytes[0]) == DWCONV_SUCCESS);
             ck_assert_msg(test_untouched(host[0], c.out_bytes[0]), "the capture ran the kernels");
         }
-        ck_assert_msg(gpu_graph_launch(api, exec, stream, why, sizeof why) == 0, "%s", why);
-        ck_assert_msg(gpu_graph_wait(api, stream, why, sizeof why) == 0, "%s", why);
+        gpu_device_replay(api, exec, stream);
         for (int o = 0; o < 3; o++) ck_assert(dwconv_copy_to_host(ctx, host[o], out[o], c.out_bytes[o]) == DWCONV_SUCCESS);
         ck_assert_msg(gpu_bwd_case_compare(&c, host, why, sizeof why) == 0, "%s (replay %d)", why, round + 1);
     }
@@ -269,47 +241,22 @@ START_TEST(graph_capture_replays_bitwise) {
 }
 END_TEST
 
-static int find_gpu(void) {
-    const dwconv_backend order[] = {DWCONV_BACKEND_CUDA, DWCONV_BACKEND_HIP};
-    for (int i = 0; i < 2; i++) {
-        dwconv_backend_report r;
-        if (dwconv_backend_query(order[i], &r) == DWCONV_SUCCESS && r.device_count > 0) {
-            gpu_backend = order[i];
-            return 1;
-        }
-        printf("check_gpu_backward: %s: %s\n", dwconv_backend_name(order[i]), r.detail);
-    }
-    return 0;
-}
-
 int main(void) {
-    if (!find_gpu()) {
-        printf("check_gpu_backward: SKIP: no GPU backend has a device here\n");
-        return 77;
-    }
+    if (!gpu_device_find("check_gpu_backward", &gpu_backend, NULL)) return 77;
     Suite *s = suite_create("gpu_backward");
     TCase *t = tcase_create("bitwise");
     tcase_set_timeout(t, 0);
     tcase_add_test(t, random_descriptors);
     tcase_add_test(t, targeted_shapes);
     tcase_add_test(t, causal_with_states);
-    if (gpu_test_quick()) printf("check_gpu_backward: SKIP over_two_billion_elements: DWCONV_TEST_QUICK is set\n");
-    else tcase_add_test(t, over_two_billion_elements);
+    gpu_device_add(t, over_two_billion_elements, "over_two_billion_elements",
+                   gpu_test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
     suite_add_tcase(s, t);
     t = tcase_create("streams");
     tcase_set_timeout(t, 0);
     char graph_why[256];
-    gpu_graph_api *api = NULL;
-    if (gpu_graph_open(&api, gpu_backend, 0, graph_why, sizeof graph_why) == 0)
-        tcase_add_test(t, graph_capture_replays_bitwise);
-    else
-        printf("check_gpu_backward: SKIP graph_capture_replays_bitwise: %s\n", graph_why);
-    gpu_graph_close(api);
+    gpu_device_add(t, graph_capture_replays_bitwise, "graph_capture_replays_bitwise",
+                   gpu_device_graphs(gpu_backend, graph_why, sizeof graph_why) ? NULL : graph_why);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* GPU runtimes must not see a fork */
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return gpu_device_run(s);
 }

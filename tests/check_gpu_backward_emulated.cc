@@ -28,13 +28,6 @@ extern "C" {
 
 namespace {
 
-struct guarded_buffer {
-    unsigned char *at;
-    guarded_buffer(size_t bytes, size_t offset, size_t before)
-        : at((unsigned char *)gpu_emulate_guarded(bytes, offset, before)) {}
-    ~guarded_buffer() { gpu_emulate_unguard(at); }
-};
-
 /* What ran, over the whole run. */
 struct {
     int cases, chunk_dx, gather_edges, gather_all, sums, tile, tile_lean, tile_gather, nlc, nlc_gather, states;
@@ -45,19 +38,18 @@ struct {
 int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why_size) {
     const size_t xs = dwconv_dtype_size(c->desc.dtype), ws = dwconv_dtype_size(c->desc.weight_dtype);
     const size_t gs = dwconv_dtype_size((dwconv_dtype)c->grad_dtype);
-    guarded_buffer x(c->x_bytes, shift * xs, 0), dy(c->dy_bytes, shift * xs, 0);
-    guarded_buffer w(c->weight_bytes, shift * ws, 0), bias(c->bias_bytes ? c->bias_bytes : 1, shift * ws, 0);
-    guarded_buffer state(c->state_bytes ? c->state_bytes : 1, shift * xs, 0);
-    guarded_buffer dstate_out(c->dstate_out_bytes ? c->dstate_out_bytes : 1, shift * xs, 0);
+    gpu_emulate_buffer x(c->x_bytes, shift * xs, 0), dy(c->dy_bytes, shift * xs, 0);
+    gpu_emulate_buffer w(c->weight_bytes, shift * ws, 0), bias(c->bias_bytes, shift * ws, 0);
+    gpu_emulate_buffer state(c->state_bytes, shift * xs, 0);
+    gpu_emulate_buffer dstate_out(c->dstate_out_bytes, shift * xs, 0);
     const size_t out_size[GPU_BWD_OUTPUTS] = {xs, gs, gs, xs};
-    guarded_buffer *out[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
+    gpu_emulate_buffer *out[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
     void *at[GPU_BWD_OUTPUTS] = {NULL, NULL, NULL, NULL};
     int failed = !x.at || !dy.at || !w.at || !bias.at || !state.at || !dstate_out.at;
     for (int o = 0; o < GPU_BWD_OUTPUTS; o++)
-        if (c->out_bytes[o]) {
-            out[o] = new guarded_buffer(c->out_bytes[o] + GPU_CASE_GUARD, oshift * out_size[o], GPU_CASE_GUARD);
+        if (c->out_bytes[o]) { /* poisoned, guards included */
+            out[o] = new gpu_emulate_buffer(c->out_bytes[o], oshift * out_size[o], GPU_CASE_GUARD);
             if (!(at[o] = out[o]->at)) failed = 1;
-            else test_poison(out[o]->at - GPU_CASE_GUARD, c->out_bytes[o] + 2 * GPU_CASE_GUARD);
         }
     int result = -1;
     dwconv_problem p;
@@ -125,12 +117,13 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
             }
             if (!failed && gpu_bwd_case_compare(c, at, why, why_size) == 0) {
                 result = 0;
-                for (int o = 0; o < GPU_BWD_OUTPUTS && result == 0; o++)
-                    if (at[o] && (!test_untouched(out[o]->at - GPU_CASE_GUARD, GPU_CASE_GUARD) ||
-                                  !test_untouched(out[o]->at + c->out_bytes[o], GPU_CASE_GUARD))) {
-                        snprintf(why, why_size, "%s: a write beside output %d", gpu_bwd_case_string(c), o);
+                for (int o = 0; o < GPU_BWD_OUTPUTS && result == 0; o++) {
+                    char what[600];
+                    snprintf(what, sizeof what, "%s: output %d", gpu_bwd_case_string(c), o);
+                    if (at[o] && gpu_guards_intact(at[o], c->out_bytes[o], GPU_CASE_GUARD,
+                                                   GPU_CASE_GUARD, what, why, why_size) != 0)
                         result = -1;
-                    }
+                }
             }
             if (result == 0) {
                 seen.cases++;

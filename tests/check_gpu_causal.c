@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpu_cases.h"
+#include "gpu_device.h"
 #include "gpu_graph.h"
 
 static dwconv_backend gpu_backend;
@@ -39,9 +40,7 @@ static void twin_make(twin *t, size_t bytes, int guarded, const void *init) {
     ck_assert_msg(t->host != NULL, "out of host memory");
     test_poison(t->host, region);
     if (init) memcpy(t->host + t->pad, init, bytes);
-    ck_assert_msg(dwconv_malloc(gpu, (void **)&t->dev, region) == DWCONV_SUCCESS, "%s",
-                  dwconv_last_error());
-    ck_assert(dwconv_copy_to_backend(gpu, t->dev, t->host, region) == DWCONV_SUCCESS);
+    t->dev = (unsigned char *)gpu_device_input(gpu, t->host, region, 0);
 }
 
 static void *host_of(const twin *t) { return t->host + t->pad; }
@@ -454,11 +453,9 @@ END_TEST
 /* The decode captured in a graph on the caller's stream: the capture runs nothing, each
  * replay is one decode step (the state advances), equal to the cpu's steps. */
 START_TEST(decode_graph_replays_bitwise) {
-    char why[256];
     gpu_graph_api *api = NULL;
-    void *stream = NULL, *exec = NULL;
-    ck_assert_msg(gpu_graph_open(&api, gpu_backend, 0, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(gpu_graph_stream(api, &stream, why, sizeof why) == 0, "%s", why);
+    void *stream = NULL;
+    gpu_device_stream(gpu_backend, &api, &stream);
     test_rng rng = test_rng_seed(1313);
     dwconv_desc d = causal_desc(64, 512, 1, 4, 1, DWCONV_BF16, DWCONV_LAYOUT_NCL);
     update_case u;
@@ -466,17 +463,14 @@ START_TEST(decode_graph_replays_bitwise) {
     ck_assert(dwconv_context_set_stream(gpu, stream) == DWCONV_SUCCESS);
     /* a first call outside the capture (the context's scratch then exists) */
     update_run(&u, 0);
-    ck_assert_msg(gpu_graph_begin(api, stream, why, sizeof why) == 0, "%s", why);
+    gpu_device_capture_begin(api, stream);
     const dwconv_status st = update_call(&u, 1);
-    const int ended = gpu_graph_end(api, stream, &exec, why, sizeof why);
-    ck_assert_msg(st == DWCONV_SUCCESS, "captured call: %s", dwconv_last_error());
-    ck_assert_msg(ended == 0, "%s (the call did something a capture does not allow)", why);
+    void *exec = gpu_device_capture_end(api, stream, st);
     twin_check(&u.y, "y after the capture (which must run nothing)", "capture");
     twin_check(&u.state, "the pool after the capture", "capture");
     for (int replay = 0; replay < 3; replay++) {
         ck_assert(update_call(&u, 0) == DWCONV_SUCCESS);
-        ck_assert_msg(gpu_graph_launch(api, exec, stream, why, sizeof why) == 0, "%s", why);
-        ck_assert_msg(gpu_graph_wait(api, stream, why, sizeof why) == 0, "%s", why);
+        gpu_device_replay(api, exec, stream);
         ck_assert(dwconv_synchronize(gpu) == DWCONV_SUCCESS);
         twin_check(&u.y, "y", "replay");
         twin_check(&u.state, "the state pool", "replay");
@@ -488,34 +482,15 @@ START_TEST(decode_graph_replays_bitwise) {
 }
 END_TEST
 
-static int find_gpu(void) {
-    const dwconv_backend order[] = {DWCONV_BACKEND_CUDA, DWCONV_BACKEND_HIP};
-    for (int i = 0; i < 2; i++) {
-        dwconv_backend_report r;
-        if (dwconv_backend_query(order[i], &r) == DWCONV_SUCCESS && r.device_count > 0) {
-            gpu_backend = order[i];
-            printf("check_gpu_causal: %s\n", dwconv_backend_name(gpu_backend));
-            return 1;
-        }
-        printf("check_gpu_causal: %s: %s\n", dwconv_backend_name(order[i]), r.detail);
-    }
-    return 0;
-}
-
 int main(void) {
-    if (!find_gpu()) {
-        printf("check_gpu_causal: SKIP: no GPU backend has a device here\n");
-        return 77;
-    }
+    if (!gpu_device_find("check_gpu_causal", &gpu_backend, NULL)) return 77;
     if (dwconv_context_create(&cpu, DWCONV_BACKEND_CPU, 0) != DWCONV_SUCCESS ||
         dwconv_context_create(&gpu, gpu_backend, 0) != DWCONV_SUCCESS) {
         printf("check_gpu_causal: no context: %s\n", dwconv_last_error());
         return 1;
     }
     char graph_why[256];
-    gpu_graph_api *api = NULL;
-    const int graphs = gpu_graph_open(&api, gpu_backend, 0, graph_why, sizeof graph_why) == 0;
-    gpu_graph_close(api);
+    const int graphs = gpu_device_graphs(gpu_backend, graph_why, sizeof graph_why);
 
     Suite *s = suite_create("gpu_causal");
     TCase *t = tcase_create("bitwise");
@@ -527,15 +502,11 @@ int main(void) {
     tcase_add_test(t, random_decodes);
     tcase_add_test(t, bad_slots_write_nothing);
     tcase_add_test(t, decode_serving_shapes);
-    if (graphs) tcase_add_test(t, decode_graph_replays_bitwise);
-    else printf("check_gpu_causal: SKIP decode_graph_replays_bitwise: %s\n", graph_why);
+    gpu_device_add(t, decode_graph_replays_bitwise, "decode_graph_replays_bitwise",
+                   graphs ? NULL : graph_why);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* GPU runtimes must not see a fork */
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int status = gpu_device_run(s);
     dwconv_context_destroy(gpu);
     dwconv_context_destroy(cpu);
-    return failed ? 1 : 0;
+    return status;
 }

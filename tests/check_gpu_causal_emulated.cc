@@ -35,28 +35,14 @@ namespace {
 const size_t guard = GPU_CASE_GUARD;
 int fused[GPU_FAMILY_COUNT]; /* forwards whose family took the states itself */
 
-/* `bytes` of host memory ending just before an inaccessible page, with `guard` bytes
- * before and after it that start poisoned (outputs), or none (inputs). */
-struct buffer {
-    unsigned char *at = NULL;
-    size_t bytes = 0, pad = 0;
-    buffer(size_t n, size_t offset, bool guarded) : bytes(n), pad(guarded ? guard : 0) {
-        at = (unsigned char *)gpu_emulate_guarded((n ? n : 1) + pad, offset, pad);
-        if (at && guarded) test_poison(at - pad, n + 2 * pad);
-    }
-    ~buffer() { gpu_emulate_unguard(at); }
-    buffer(const buffer &) = delete;
-    buffer &operator=(const buffer &) = delete;
-    /* the whole region, guards included */
-    unsigned char *region() const { return at - pad; }
-    size_t region_bytes() const { return bytes + 2 * pad; }
-};
+/* Inputs have no guard bytes (0), outputs and states `guard` poisoned ones each side. */
+using buffer = gpu_emulate_buffer;
 
 /* 0 when a's region equals b's (two buffers of one shape); else -1 and why. */
 int same(const buffer &a, const buffer &b, const char *what, char *why, size_t why_size) {
     for (size_t i = 0; i < a.region_bytes(); i++)
         if (a.region()[i] != b.region()[i]) {
-            const long long at = (long long)i - (long long)a.pad;
+            const long long at = (long long)i - (long long)a.guard;
             snprintf(why, why_size, "%s differs at byte %lld of %zu%s (got 0x%02x, oracle 0x%02x)",
                      what, at, a.bytes, at < 0 || at >= (long long)a.bytes ? " (a guard)" : "",
                      a.region()[i], b.region()[i]);
@@ -156,7 +142,7 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     const int64_t K = d.kernel_size, C = d.channels, S = d.dilation * (K - 1);
     const size_t xs = dwconv_dtype_size(d.dtype), ws = dwconv_dtype_size(d.weight_dtype);
     const int shift = i % 2 ? 0 : (int)test_rng_range(rng, 0, 3);
-    buffer x(B * C * L * xs, shift * xs, false), w(C * K * ws, 0, false), bias(C * ws, 0, false);
+    buffer x(B * C * L * xs, shift * xs, 0), w(C * K * ws, 0, 0), bias(C * ws, 0, 0);
     test_fill_random(rng, d.dtype, x.at, B * C * L);
     test_fill_random(rng, d.weight_dtype, w.at, C * K);
     test_fill_random(rng, d.weight_dtype, bias.at, C);
@@ -176,7 +162,7 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
             offsets[n] = offsets[n - 1] - (int32_t)test_rng_range(rng, 1, 3);
         }
     }
-    buffer cu_buf(offsets.size() * 4, 0, false);
+    buffer cu_buf(offsets.size() * 4, 0, 0);
     if (cu) memcpy(cu_buf.at, offsets.data(), offsets.size() * 4);
     std::vector<int32_t> ids;
     if (mode == SEQ_IDX) {
@@ -186,7 +172,7 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
                 ids.push_back((int32_t)id);
             }
     }
-    buffer idx_buf(ids.size() * 4, 0, false);
+    buffer idx_buf(ids.size() * 4, 0, 0);
     if (!ids.empty()) memcpy(idx_buf.at, ids.data(), ids.size() * 4);
 
     const bool want_in = mode == INITIAL_ONLY || mode == BOTH || mode == IN_PLACE ||
@@ -196,9 +182,10 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     const bool in_place = mode == IN_PLACE || mode == CU_IN_PLACE;
     const size_t state_bytes = (size_t)(N * C * S) * xs;
     /* x and y alike (both aligned: slide) or apart */
-    buffer y(B * C * L * xs, (i % 2 ? shift : shift + 1) % 4 * xs, true), y_ref(y.bytes, 0, true);
-    buffer in(state_bytes, 0, in_place), out(state_bytes, 0, true), out_ref(state_bytes, 0, true);
-    buffer in_ref(state_bytes, 0, true); /* the oracle's in-place states */
+    buffer y(B * C * L * xs, (i % 2 ? shift : shift + 1) % 4 * xs, guard), y_ref(y.bytes, 0, guard);
+    buffer in(state_bytes, 0, in_place ? guard : 0), out(state_bytes, 0, guard);
+    buffer out_ref(state_bytes, 0, guard);
+    buffer in_ref(state_bytes, 0, guard); /* the oracle's in-place states */
     if (want_in) {
         test_fill_random(rng, d.dtype, in.at, N * C * S);
         memcpy(in_ref.at, in.at, state_bytes);
@@ -260,8 +247,7 @@ int check_update(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     const int64_t pool = pooled ? B * test_rng_range(rng, 1, 4) + test_rng_range(rng, 0, 2)
                                 : B + test_rng_range(rng, 0, 2);
     const size_t xs = dwconv_dtype_size(d.dtype), ws = dwconv_dtype_size(d.weight_dtype);
-    buffer x(B * C * T * xs, test_rng_range(rng, 0, 3) * xs, false), w(C * K * ws, 0, false),
-        bias(C * ws, 0, false);
+    buffer x(B * C * T * xs, test_rng_range(rng, 0, 3) * xs, 0), w(C * K * ws, 0, 0), bias(C * ws, 0, 0);
     test_fill_random(rng, d.dtype, x.at, B * C * T);
     test_fill_random(rng, d.weight_dtype, w.at, C * K);
     test_fill_random(rng, d.weight_dtype, bias.at, C);
@@ -282,14 +268,14 @@ int check_update(test_rng *rng, int i, int bad, char *why, size_t why_size) {
         slots[e] = slots[a] = (int32_t)test_rng_range(rng, 0, pool - 1);
     }
     if (bad == SEQLEN_NEGATIVE) seen[test_rng_range(rng, 0, B - 1)] = -(int32_t)test_rng_range(rng, 1, 5);
-    buffer slot_buf(B * 4, 0, false), seen_buf(B * 4, 0, false);
+    buffer slot_buf(B * 4, 0, 0), seen_buf(B * 4, 0, 0);
     memcpy(slot_buf.at, slots.data(), B * 4);
     memcpy(seen_buf.at, seen.data(), B * 4);
     const size_t pool_bytes = (size_t)(pool * C * P) * xs;
-    buffer state(pool_bytes, 0, true), state_ref(pool_bytes, 0, true);
+    buffer state(pool_bytes, 0, guard), state_ref(pool_bytes, 0, guard);
     test_fill_random(rng, d.dtype, state.at, pool * C * P);
     memcpy(state_ref.at, state.at, pool_bytes);
-    buffer y(B * C * T * xs, test_rng_range(rng, 0, 3) * xs, true), y_ref(y.bytes, 0, true);
+    buffer y(B * C * T * xs, test_rng_range(rng, 0, 3) * xs, guard), y_ref(y.bytes, 0, guard);
     void *state_ptr = P == 0 && test_rng_range(rng, 0, 1) ? NULL : state.at;
     void *state_ref_ptr = state_ptr ? state_ref.at : NULL;
 

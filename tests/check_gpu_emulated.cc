@@ -28,23 +28,14 @@ namespace {
 int ran[GPU_FAMILY_COUNT];    /* runs per family actually chosen */
 int fitted[GPU_FAMILY_COUNT]; /* cases each forced family applies to */
 
-/* Host memory for `bytes` at `offset` bytes past a 16-byte boundary, ending just
- * before an inaccessible page (gpu_emulate_guarded), with `before` guard bytes. */
-struct guarded_buffer {
-    unsigned char *at;
-    guarded_buffer(size_t bytes, size_t offset, size_t before)
-        : at((unsigned char *)gpu_emulate_guarded(bytes, offset, before)) {}
-    ~guarded_buffer() { gpu_emulate_unguard(at); }
-};
-
 /* Runs c through family (a gpu_family_id; AUTO: the choice) with x, weight and bias
  * offset by `shift` elements, y by `yshift`; 0 when the result matches the cpu backend
  * and nothing beside y was written. */
 int run_case(const gpu_case *c, int family, int shift, int yshift, char *why, size_t why_size) {
     const size_t xs = dwconv_dtype_size(c->desc.dtype), ws = dwconv_dtype_size(c->desc.weight_dtype);
-    guarded_buffer x(c->x_bytes, shift * xs, 0), w(c->weight_bytes, shift * ws, 0);
-    guarded_buffer bias(c->bias_bytes ? c->bias_bytes : 1, shift * ws, 0);
-    guarded_buffer y(c->y_bytes + GPU_CASE_GUARD, yshift * xs, GPU_CASE_GUARD);
+    gpu_emulate_buffer x(c->x_bytes, shift * xs, 0), w(c->weight_bytes, shift * ws, 0);
+    gpu_emulate_buffer bias(c->bias_bytes, shift * ws, 0);
+    gpu_emulate_buffer y(c->y_bytes, yshift * xs, GPU_CASE_GUARD); /* poisoned */
     if (!x.at || !w.at || !bias.at || !y.at) {
         snprintf(why, why_size, "%s: no memory for the buffers", test_desc_string(&c->desc));
         return -1;
@@ -52,7 +43,6 @@ int run_case(const gpu_case *c, int family, int shift, int yshift, char *why, si
     memcpy(x.at, c->x, c->x_bytes);
     memcpy(w.at, c->weight, c->weight_bytes);
     if (c->bias) memcpy(bias.at, c->bias, c->bias_bytes);
-    test_poison(y.at - GPU_CASE_GUARD, c->y_bytes + 2 * GPU_CASE_GUARD);
 
     dwconv_problem problem;
     if (gpu_case_problem(&problem, c, x.at, w.at, c->bias ? bias.at : NULL, y.at) != 0) {

@@ -1,5 +1,6 @@
-/* What the core area's Check binaries (tests/core.inc) share beyond tests/test_util.h:
- * a cheap assertion for long loops, tcase creation, and main's run-and-exit. */
+/* What the core and cpu areas' Check binaries (tests/core.inc, tests/cpu.inc) share
+ * beyond tests/test_util.h: a cheap assertion for long loops, tcase creation, and
+ * main's run-and-exit. */
 #ifndef DWCONV_CORE_CHECK_H
 #define DWCONV_CORE_CHECK_H
 

@@ -13,17 +13,30 @@
 
 enum { GUARD = 64 };
 
-static const char *const flavour_names[] = {"generic", "avx2", "avx512"};
+static const char *const flavour_names[CPU_CASE_FLAVOURS] = {"generic", "avx2", "avx512"};
 static const int thread_counts[] = {1, 2, 3, 7, 0};
 
 int cpu_case_flavours(const dwconv_cpu_kernels **list) {
     int n = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CPU_CASE_FLAVOURS; i++) {
         char why[256];
         if (dwconv_cpu_kernels_find(flavour_names[i], &list[n], why, sizeof why) == DWCONV_SUCCESS)
             n++;
     }
     return n;
+}
+
+void cpu_case_each(cpu_case_each_fn run, void *arg) {
+    const dwconv_cpu_kernels *list[CPU_CASE_FLAVOURS];
+    const int flavours = cpu_case_flavours(list);
+    for (int f = 0; f < flavours; f++)
+        for (size_t t = 0; t < sizeof thread_counts / sizeof thread_counts[0]; t++)
+            run(list[f], thread_counts[t], arg);
+}
+
+uint64_t cpu_case_seed(uint64_t fallback) {
+    const char *env = getenv("DWCONV_TEST_SEED");
+    return env && *env ? strtoull(env, NULL, 0) : fallback;
 }
 
 /* The data ends where an unreadable page begins (a read or write past it faults);
@@ -81,22 +94,32 @@ static void compare(const cpu_case *c, const char *what, const char *flavour, in
     }
 }
 
+/* What cpu_case_expect_all hands each run. */
+typedef struct expect_job {
+    cpu_case *c;
+    cpu_case_runner run;
+    const char *what;
+} expect_job;
+
+/* One flavour and thread count from the initial contents, against the reference. */
+static void expect_one(const dwconv_cpu_kernels *k, int threads, void *arg) {
+    const expect_job *j = arg;
+    char msg[DWCONV_MSG_SIZE] = "";
+    restore(j->c);
+    dwconv_status st = j->run(k, &j->c->p, threads, msg);
+    ck_assert_msg(st == DWCONV_SUCCESS, "%s, %s, %d threads: status %d (%s)", j->what, k->name,
+                  threads, (int)st, msg);
+    compare(j->c, j->what, k->name, threads);
+}
+
 void cpu_case_expect_all(cpu_case *c, cpu_case_runner run, const char *what) {
     char msg[DWCONV_MSG_SIZE] = "";
     for (int i = 0; i < c->count; i++) memcpy(c->buf[i].initial, c->buf[i].data, c->buf[i].bytes);
     dwconv_status want = dwconv_reference_run(&c->p, msg);
     ck_assert_msg(want == DWCONV_SUCCESS, "%s: the reference failed: %s", what, msg);
     for (int i = 0; i < c->count; i++) memcpy(c->buf[i].expected, c->buf[i].data, c->buf[i].bytes);
-    const dwconv_cpu_kernels *list[3];
-    int flavours = cpu_case_flavours(list);
-    for (int f = 0; f < flavours; f++)
-        for (size_t t = 0; t < sizeof thread_counts / sizeof thread_counts[0]; t++) {
-            restore(c);
-            dwconv_status st = run(list[f], &c->p, thread_counts[t], msg);
-            ck_assert_msg(st == DWCONV_SUCCESS, "%s, %s, %d threads: status %d (%s)", what,
-                          list[f]->name, thread_counts[t], (int)st, msg);
-            compare(c, what, list[f]->name, thread_counts[t]);
-        }
+    expect_job job = {c, run, what};
+    cpu_case_each(expect_one, &job);
 }
 
 void cpu_case_free(cpu_case *c) {

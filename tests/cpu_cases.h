@@ -2,7 +2,8 @@
  * path (every SIMD flavour, several thread counts) and compared bit for bit: every
  * buffer (outputs, in-place states, and the inputs, which must stay as they were);
  * poisoned guard bytes before each and an unreadable page right after it (a read or
- * write past a buffer faults). For check_cpu_backward and check_cpu_causal. */
+ * write past a buffer faults). For check_cpu_backward and check_cpu_causal; the
+ * flavours, thread counts and seed for check_cpu_fast too. */
 #ifndef CPU_CASES_H
 #define CPU_CASES_H
 
@@ -47,7 +48,18 @@ void cpu_case_expect_all(cpu_case *c, cpu_case_runner run, const char *what);
 
 void cpu_case_free(cpu_case *c);
 
-/* The flavours this build and processor run (generic always): their count. */
+/* The flavours this build and processor run (generic always), at most
+ * CPU_CASE_FLAVOURS of them: their count. */
+enum { CPU_CASE_FLAVOURS = 3 };
 int cpu_case_flavours(const dwconv_cpu_kernels **list);
+
+/* Calls run for every available flavour with 1, 2, 3, 7 and OpenMP's default (0)
+ * threads: the runs every cpu fast path must match the reference in. */
+typedef void (*cpu_case_each_fn)(const dwconv_cpu_kernels *kernels, int threads, void *arg);
+void cpu_case_each(cpu_case_each_fn run, void *arg);
+
+/* DWCONV_TEST_SEED from the environment, else the suite's own base seed (failures
+ * name their case, so a seed reproduces them). */
+uint64_t cpu_case_seed(uint64_t fallback);
 
 #endif

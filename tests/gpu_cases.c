@@ -229,13 +229,20 @@ int gpu_case_compare(const gpu_case *c, const void *y, char *why, size_t why_siz
     return -1;
 }
 
-int gpu_case_guards(const gpu_case *c, const unsigned char *y_at, char *why, size_t why_size) {
-    const int below = !test_untouched(y_at - GPU_CASE_GUARD, GPU_CASE_GUARD);
-    const int above = !test_untouched(y_at + c->y_bytes, GPU_CASE_GUARD);
+int gpu_guards_intact(const void *at, size_t bytes, size_t before, size_t after,
+                      const char *what, char *why, size_t why_size) {
+    const int below = !test_untouched((const char *)at - before, before);
+    const int above = !test_untouched((const char *)at + bytes, after);
     if (!below && !above) return 0;
-    snprintf(why, why_size, "%s: written %s y's %zu bytes", test_desc_string(&c->desc),
-             below && above ? "before and after" : below ? "before" : "after", c->y_bytes);
+    snprintf(why, why_size, "%s: written %s its %zu bytes", what,
+             below && above ? "before and after" : below ? "before" : "after", bytes);
     return -1;
+}
+
+int gpu_case_guards(const gpu_case *c, const unsigned char *y_at, char *why, size_t why_size) {
+    char what[512];
+    snprintf(what, sizeof what, "%s: y", test_desc_string(&c->desc));
+    return gpu_guards_intact(y_at, c->y_bytes, GPU_CASE_GUARD, GPU_CASE_GUARD, what, why, why_size);
 }
 
 /* ---- the families' predicate ---- */

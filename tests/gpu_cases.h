@@ -56,8 +56,14 @@ void gpu_case_free(gpu_case *c);
  * the poison there, and what the scalar reference says. */
 int gpu_case_compare(const gpu_case *c, const void *y, char *why, size_t why_size);
 
-/* 0 when the GPU_CASE_GUARD bytes before and after y_at (the extent of c's y) still
- * hold the poison; else -1 and why says which side. */
+/* 0 when the `before` bytes before and the `after` bytes after the `bytes` at `at`
+ * still hold the poison; else -1 and why says on which side of `what` a write landed.
+ * Every GPU suite, real or emulated, checks its outputs' guards with it. */
+int gpu_guards_intact(const void *at, size_t bytes, size_t before, size_t after,
+                      const char *what, char *why, size_t why_size);
+
+/* gpu_guards_intact for the GPU_CASE_GUARD bytes on each side of y_at (the extent of
+ * c's y). */
 int gpu_case_guards(const gpu_case *c, const unsigned char *y_at, char *why, size_t why_size);
 
 /* The forward problem the core builds for c on the given buffers (host memory, or

@@ -4,7 +4,17 @@
 #include <stdio.h>
 #include <string.h>
 
+extern "C" {
+#include "test_util.h"
+}
+
 dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+gpu_emulate_buffer::gpu_emulate_buffer(size_t n, size_t offset, size_t guard_bytes)
+    : bytes(n), guard(guard_bytes) {
+    at = (unsigned char *)gpu_emulate_guarded((n ? n : 1) + guard, offset, guard);
+    if (at && guard) test_poison(region(), region_bytes());
+}
 
 #ifndef GPU_EMULATE_AVAILABLE
 void __syncthreads() {}

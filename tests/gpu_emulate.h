@@ -70,6 +70,22 @@ int gpu_emulate_launch(const std::function<void()> &body, const int64_t grid[3],
 void *gpu_emulate_guarded(size_t bytes, size_t offset, size_t before);
 void gpu_emulate_unguard(void *p);
 
+/* The emulated suites' buffers: gpu_emulate_guarded memory for `bytes` (at least one
+ * allocated) at `offset`, freed with the object. guard > 0 (an output): `guard` bytes
+ * before and after it, the whole region poisoned (test_poison), so that a write beside
+ * it shows; 0 (an input): none. at is NULL if the system refused. */
+struct gpu_emulate_buffer {
+    unsigned char *at = NULL;
+    size_t bytes = 0, guard = 0;
+    gpu_emulate_buffer(size_t n, size_t offset, size_t guard_bytes);
+    ~gpu_emulate_buffer() { gpu_emulate_unguard(at); }
+    gpu_emulate_buffer(const gpu_emulate_buffer &) = delete;
+    gpu_emulate_buffer &operator=(const gpu_emulate_buffer &) = delete;
+    /* the whole region, guards included */
+    unsigned char *region() const { return at - guard; }
+    size_t region_bytes() const { return bytes + 2 * guard; }
+};
+
 /* The forward kernels' launch. */
 static inline int gpu_emulate(gpu_kernel_fn kernel, const int64_t grid[3], int threads,
                               size_t smem, gpu_conv_args args) {

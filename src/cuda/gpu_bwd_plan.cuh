@@ -173,8 +173,7 @@ static inline void gpu_bwd_step_add(gpu_bwd_plan *pl, gpu_bwd_kernel_fn kernel, 
                                     int64_t items, int threads, size_t smem) {
     gpu_bwd_step *s = &pl->step[pl->steps++];
     s->kernel = kernel, s->name = name, s->threads = threads, s->smem = smem;
-    s->grid[0] = gpu_clamp(gpu_div_up(items, threads), 1, gpu_limits.grid_x);
-    s->grid[1] = s->grid[2] = 1;
+    gpu_grid_clamp(s->grid, gpu_div_up(items, threads), 1, 1);
 }
 
 /* Threads per segment of n values: about 8 values each, at most 32 threads. */
@@ -211,9 +210,7 @@ static inline void gpu_bwd_plan_make(gpu_bwd_args *a, gpu_bwd_plan *pl) {
         s->name = gpu_bwd_tile_is_lean(a) ? "backward tile (lean)" : "backward tile";
         s->threads = GPU_BWD_TILE_THREADS;
         s->smem = (size_t)gpu_bwd_tile_layout_of(tile_chunks, a->halo, K, a->stride, a->dilation).words * 4;
-        s->grid[0] = gpu_clamp(a->tiles, 1, gpu_limits.grid_x);
-        s->grid[1] = gpu_clamp(a->channels, 1, gpu_limits.grid_yz);
-        s->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+        gpu_grid_clamp(s->grid, a->tiles, a->channels, a->batch);
     } else if (gpu_bwd_nlc_fits(a)) { /* channel-last, small K: everything in registers */
         gpu_bwd_step_add(pl, gpu_bwd_nlc_instance(a), "backward nlc",
                          a->batch * a->channels * chunks, GPU_BWD_NLC_THREADS, 0);

@@ -107,8 +107,7 @@ static void gpu_causal_add_check(gpu_causal_plan *plan, const gpu_causal_args *a
     gpu_causal_step *s = gpu_causal_add(plan, GPU_STEP_KERNEL, a);
     s->kernel = dwconv_causal_check_kernel, s->name = "causal index check";
     s->threads = GPU_CAUSAL_THREADS;
-    s->grid[0] = gpu_clamp(gpu_div_up(gpu_causal_check_items(a), GPU_CAUSAL_THREADS), 1,
-                           gpu_limits.grid_x);
+    gpu_grid_clamp(s->grid, gpu_div_up(gpu_causal_check_items(a), GPU_CAUSAL_THREADS), 1, 1);
 }
 
 /* The outputs kernel over positions [first, last): threads along channels where y's
@@ -129,9 +128,8 @@ static void gpu_causal_add_outputs(gpu_causal_plan *plan, const gpu_causal_args 
     s->kernel = GPU_CAUSAL_TYPED(*a, dwconv_causal_outputs_kernel);
     s->name = "causal outputs";
     s->threads = GPU_CAUSAL_THREADS;
-    s->grid[0] = gpu_clamp(gpu_div_up(inner, tx), 1, gpu_limits.grid_x);
-    s->grid[1] = gpu_clamp(gpu_div_up(outer, GPU_CAUSAL_THREADS / tx), 1, gpu_limits.grid_yz);
-    s->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+    gpu_grid_clamp(s->grid, gpu_div_up(inner, tx), gpu_div_up(outer, GPU_CAUSAL_THREADS / tx),
+                   a->batch);
 }
 
 /* The outputs kernel over the first S positions of every packed sequence, threads
@@ -146,9 +144,8 @@ static void gpu_causal_add_sequence_starts(gpu_causal_plan *plan, const gpu_caus
     s->kernel = GPU_CAUSAL_TYPED(*a, dwconv_causal_outputs_kernel);
     s->name = "causal sequence starts";
     s->threads = GPU_CAUSAL_THREADS;
-    s->grid[0] = gpu_clamp(gpu_div_up(a->channels, tx), 1, gpu_limits.grid_x);
-    s->grid[1] = gpu_clamp(gpu_div_up(a->state_count * a->state_length, GPU_CAUSAL_THREADS / tx),
-                           1, gpu_limits.grid_yz);
+    gpu_grid_clamp(s->grid, gpu_div_up(a->channels, tx),
+                   gpu_div_up(a->state_count * a->state_length, GPU_CAUSAL_THREADS / tx), 1);
 }
 
 static gpu_causal_kernel_fn gpu_causal_final_states_instance(int dtype) {
@@ -160,8 +157,7 @@ static gpu_causal_kernel_fn gpu_causal_final_states_instance(int dtype) {
 /* Grid of the per-(sequence or state, channel) kernels: x = channel blocks, y = rows. */
 static void gpu_causal_rows_grid(gpu_causal_step *s, int threads, int64_t channels, int64_t rows) {
     s->threads = threads;
-    s->grid[0] = gpu_clamp(gpu_div_up(channels, threads), 1, gpu_limits.grid_x);
-    s->grid[1] = gpu_clamp(rows, 1, gpu_limits.grid_yz);
+    gpu_grid_clamp(s->grid, gpu_div_up(channels, threads), rows, 1);
 }
 
 /* Whether family f's kernel takes the states itself: lean (a tile is longer than

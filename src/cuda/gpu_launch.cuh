@@ -34,6 +34,15 @@ typedef struct gpu_launch {
 static int64_t gpu_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t gpu_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* A grid of x, y, z blocks within the limits: x at most gpu_limits.grid_x, y and z at
+ * most gpu_limits.grid_yz, none below 1. The kernels stride over what is cut off. For
+ * the forward's families, the backward's and the causal operations' steps alike. */
+static void gpu_grid_clamp(int64_t grid[3], int64_t x, int64_t y, int64_t z) {
+    grid[0] = gpu_clamp(x, 1, gpu_limits.grid_x);
+    grid[1] = gpu_clamp(y, 1, gpu_limits.grid_yz);
+    grid[2] = gpu_clamp(z, 1, gpu_limits.grid_yz);
+}
+
 /* x: chunks of a->tiles_per_row tiles, at most `most` tiles per block, fewer while
  * that leaves the GPU short of blocks; y, z as given (clamped; kernels stride). */
 static void gpu_set_grid(gpu_conv_args *a, gpu_launch *l, int64_t most, int64_t y, int64_t z) {
@@ -51,9 +60,7 @@ static void gpu_set_grid(gpu_conv_args *a, gpu_launch *l, int64_t most, int64_t 
  * given, z = batch. */
 static void gpu_set_tile_grid(gpu_conv_args *a, gpu_launch *l, int64_t y) {
     a->tiles_per_block = 1;
-    l->grid[0] = gpu_clamp(a->tiles_per_row, 1, gpu_limits.grid_x);
-    l->grid[1] = gpu_clamp(y, 1, gpu_limits.grid_yz);
-    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+    gpu_grid_clamp(l->grid, a->tiles_per_row, y, a->batch);
 }
 
 /* Channel-first: outputs before a row's first vector boundary of y that a tile
@@ -106,9 +113,8 @@ static void gpu_generic_geometry(gpu_conv_args *a, gpu_launch *l) {
     a->inner_threads = tx;
     l->threads = GPU_GENERIC_THREADS;
     l->smem = 0;
-    l->grid[0] = gpu_clamp(gpu_div_up(inner, tx), 1, gpu_limits.grid_x);
-    l->grid[1] = gpu_clamp(gpu_div_up(outer, GPU_GENERIC_THREADS / tx), 1, gpu_limits.grid_yz);
-    l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+    gpu_grid_clamp(l->grid, gpu_div_up(inner, tx), gpu_div_up(outer, GPU_GENERIC_THREADS / tx),
+                   a->batch);
 }
 
 static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
@@ -126,9 +132,7 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
         l->smem = (size_t)rows * gpu_lean_smem(rt, V, a->kernel_size, a->stride, a->dilation);
         a->tiles_per_row = 1; /* rt * GPU_LEAN_VPT * V >= the row and its head */
         a->tiles_per_block = 1;
-        l->grid[0] = 1;
-        l->grid[1] = gpu_clamp(gpu_div_up(a->channels, rows), 1, gpu_limits.grid_yz);
-        l->grid[2] = gpu_clamp(a->batch, 1, gpu_limits.grid_yz);
+        gpu_grid_clamp(l->grid, 1, gpu_div_up(a->channels, rows), a->batch);
         return;
     }
     int threads = GPU_LEAN_MIN_THREADS; /* short rows: smaller blocks, not idle threads */

@@ -26,8 +26,9 @@ DTYPE_NAMES = {_lib.F32: "float32", _lib.F16: "float16", _lib.BF16: "bfloat16"}
 class Context:
     """A dwconv context on one device, its current stream, and its plans. The library
     wants a context used by one thread at a time: callers hold ``lock`` around
-    use_stream and the call that follows it."""
-    __slots__ = ("handle", "backend", "device", "lock", "stream")
+    follow_stream (or use_stream) and the call that follows it; ``stream`` (the stream
+    last set) is read and written only under it."""
+    __slots__ = ("handle", "backend", "device", "lock", "stream", "current_stream")
 
     def __init__(self, backend, device):
         lib = _lib.load()
@@ -37,12 +38,22 @@ class Context:
         self.backend, self.device = backend, device
         self.lock = threading.Lock()
         self.stream = 0  # the legacy default stream, as a new context has
+        # On a GPU, the front end that owns the streams (torch) sets this: a
+        # no-argument callable giving its current stream on this device. None on the cpu.
+        self.current_stream = None
 
     def use_stream(self, stream):
-        """Orders the next calls on ``stream`` (a cudaStream_t/hipStream_t as an int)."""
+        """Orders the next calls on ``stream`` (a cudaStream_t/hipStream_t as an int);
+        the C call only when it differs from the stream last set."""
         if stream != self.stream:
             check(_lib._lib.dwconv_context_set_stream(self.handle, stream))
             self.stream = stream
+
+    def follow_stream(self):
+        """With ``lock`` held, right before a call: orders it on the front end's
+        current stream (nothing on the cpu). conv1d's eager path inlines this."""
+        if self.current_stream is not None:
+            self.use_stream(self.current_stream())
 
 
 

@@ -85,9 +85,9 @@ def _backward(dy, x, weight, bias, opts, need_dx, need_dweight, need_dbias):
         if need_dweight else None
     dbias = torch.empty_like(bias, memory_format=torch.contiguous_format) \
         if need_dbias and bias is not None else None
-    d = T.device(dev)
-    with d.ctx.lock:
-        d.use_stream()
+    ctx = plan.ctx
+    with ctx.lock:
+        ctx.follow_stream()
         st = _lib._lib.dwconv_plan_backward(
             plan.handle, x.data_ptr(), weight.data_ptr(), T.ptr(bias), dy.data_ptr(),
             T.ptr(dx), T.ptr(dweight), T.ptr(dbias))

@@ -20,6 +20,8 @@ from . import _core, _lib
 from . import _torch as T
 
 _opts = {}  # (K, stride, padding, dilation, padding_mode, activation) -> resolved codes
+_specs_get = _core.specs.get
+_empty_strided = torch.empty_strided
 
 
 def _resolve(k, stride, padding, dilation, padding_mode, activation):
@@ -34,20 +36,36 @@ def _resolve(k, stride, padding, dilation, padding_mode, activation):
 
 
 def _forward(x, weight, bias, opts, out):
-    """y = conv(x) for resolved options: the one implementation of the forward."""
-    dev = x.device
-    key = ("fwd", dev, x.dtype, x.shape, x.stride(), weight.device, weight.dtype, weight.shape,
-           weight.is_contiguous(), opts,
+    """y = conv(x) for resolved options: the one implementation of the forward (the
+    operators' and every checked path's; conv1d's eager path caches the plan by its own
+    arguments and goes straight to _run_forward)."""
+    return _run_forward(_forward_plan(x, weight, bias, opts, out), x, weight, bias, out)
+
+
+def _forward_plan(x, weight, bias, opts, out):
+    """The cached plan of a forward, by everything that decides it."""
+    key = ("fwd", x.device, x.dtype, x.shape, x.stride(), weight.device, weight.dtype,
+           weight.shape, weight.is_contiguous(), opts,
            None if bias is None else (bias.device, bias.dtype, bias.shape, bias.is_contiguous()),
            None if out is None else (out.device, out.dtype, out.shape, out.stride()))
-    plan = _core.specs.get(key)
+    plan = _specs_get(key)
     if plan is None:
         plan = _core.remember(key, _new_forward_plan(x, weight, bias, out, opts))
-    d = T.device(dev)
+    return plan
+
+
+def _run_forward(plan, x, weight, bias, out):
+    """The call itself: the output, then dwconv_plan_forward on the plan's context."""
     y = out if out is not None else \
-        torch.empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=dev)
-    with d.ctx.lock:
-        d.use_stream()
+        _empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=x.device)
+    ctx = plan.ctx
+    with ctx.lock:
+        # ctx.follow_stream() inlined: on a GPU, torch's current stream, the C call to
+        # set it only when it changed (the stream last set is under this lock too)
+        if ctx.current_stream is not None:
+            stream = ctx.current_stream()
+            if stream != ctx.stream:
+                ctx.use_stream(stream)
         st = _lib._lib.dwconv_plan_forward(plan.handle, x.data_ptr(), weight.data_ptr(),
                                            None if bias is None else bias.data_ptr(),
                                            y.data_ptr())
@@ -202,7 +220,8 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, padding_mode="
         from . import _interop
         return _interop.conv1d(x, weight, bias, stride, padding, dilation, padding_mode,
                                activation, out)
-    if x.dim() == 2:  # unbatched (C, L), as F.conv1d takes it
+    shape = x.shape
+    if len(shape) == 2:  # unbatched (C, L), as F.conv1d takes it
         y = conv1d(x.unsqueeze(0), weight, bias, stride, padding, dilation, padding_mode,
                    activation, None if out is None else out.unsqueeze(0))
         return y.squeeze(0) if out is None else out
@@ -213,14 +232,33 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, padding_mode="
             conv1d_out_op(x, weight, bias, *opts, out)
             return out
         return conv1d_op(x, weight, bias, *opts)
-    opts = _resolve(weight.shape[-1], stride, padding, dilation, padding_mode, activation)
     if _grad_enabled() and (x.requires_grad or weight.requires_grad or
                             (bias is not None and bias.requires_grad)):
+        opts = _resolve(weight.shape[-1], stride, padding, dilation, padding_mode, activation)
         if out is not None:
             raise RuntimeError("dwconv.conv1d: out= does not support automatic "
                                "differentiation (an argument requires grad)")
         return conv1d_op(x, weight, bias, *opts)
-    return _forward(x, weight, bias, opts, out)
+    # Eager without autograd, the hot path: the plan cached by this call's own arguments
+    # (the options unresolved: they and the weight's K decide the resolved ones; as in
+    # _resolve, an option equal to a cached one, True to 1, is taken as it), so a hit
+    # is one key and one lookup. The same tensors' metadata as _forward_plan's key.
+    key = ("eager", x.device, x.dtype, shape, x.stride(), weight.device, weight.dtype,
+           weight.shape, weight.is_contiguous(), stride, padding, dilation, padding_mode,
+           activation,
+           None if bias is None else (bias.device, bias.dtype, bias.shape, bias.is_contiguous()),
+           None if out is None else (out.device, out.dtype, out.shape, out.stride()))
+    try:
+        plan = _specs_get(key)
+    except TypeError:  # an unhashable argument (a list): resolve and look up every time
+        key = plan = None
+    if plan is None:
+        opts = _core.resolve_options(weight.shape[-1], stride, padding, dilation,
+                                     padding_mode, activation)  # raises on a bad option
+        plan = _forward_plan(x, weight, bias, opts, out)
+        if key is not None:
+            _core.remember(key, plan)
+    return _run_forward(plan, x, weight, bias, out)
 
 
 def conv1d_backward(dy, x, weight, bias=None, stride=1, padding=0, dilation=1,

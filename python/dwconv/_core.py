@@ -90,11 +90,13 @@ def context(backend, device):
 
 
 class Plan:
-    """A dwconv_plan and what its callers need besides: the output's shape and strides."""
-    __slots__ = ("handle", "ctx", "out_shape", "out_strides")
+    """A dwconv_plan and what its callers need besides: the output's shape and strides,
+    and whether they are x's own (then an allocation like x's is the output's)."""
+    __slots__ = ("handle", "ctx", "out_shape", "out_strides", "same_as_x")
 
     def __init__(self, handle, ctx):
         self.handle, self.ctx = handle, ctx
+        self.same_as_x = False
 
     def __del__(self):
         try:
@@ -313,6 +315,8 @@ def forward_plan(ctx, x, weight, bias, out, opts):
         ys = dense_strides(out_shape, out[1], "out")
     plan = conv_plan(ctx, desc, xs, ys)
     plan.out_shape, plan.out_strides = out_shape, ys
+    # x's exact strides (not xs) are the output's: an empty_like(x) has them
+    plan.same_as_x = out is None and out_shape == tuple(xshape) and ys == tuple(xstrides)
     return plan
 
 

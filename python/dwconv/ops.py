@@ -21,7 +21,7 @@ from . import _torch as T
 
 _opts = {}  # (K, stride, padding, dilation, padding_mode, activation) -> resolved codes
 _specs_get = _core.specs.get
-_empty_strided = torch.empty_strided
+_empty_like, _empty_strided = torch.empty_like, torch.empty_strided
 
 
 def _resolve(k, stride, padding, dilation, padding_mode, activation):
@@ -56,8 +56,14 @@ def _forward_plan(x, weight, bias, opts, out):
 
 def _run_forward(plan, x, weight, bias, out):
     """The call itself: the output, then dwconv_plan_forward on the plan's context."""
-    y = out if out is not None else \
-        _empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=x.device)
+    if out is not None:
+        y = out
+    elif plan.same_as_x and type(x) is Tensor:
+        # the common case, ~25% cheaper than empty_strided (no keywords to parse); only
+        # for a plain tensor, whose empty_like is a plain tensor as empty_strided's is
+        y = _empty_like(x)
+    else:
+        y = _empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=x.device)
     ctx = plan.ctx
     with ctx.lock:
         # ctx.follow_stream() inlined: on a GPU, torch's current stream, the C call to

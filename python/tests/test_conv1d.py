@@ -284,6 +284,19 @@ def test_plan_cache_tells_calls_apart():
         dwconv.conv1d(x, w, padding=1, out=torch.empty(2, 6, 41))
 
 
+def test_output_is_a_plain_tensor():
+    """Whatever the output's allocation (like x's, or strided), a plain tensor, as from
+    a tensor subclass that keeps its type through torch functions."""
+    class Sub(torch.Tensor):
+        pass
+
+    x = torch.randn(2, 4, 20).as_subclass(Sub)
+    w = torch.randn(4, 1, 3)
+    for padding in (1, 0):  # an output of x's shape and strides, and one shorter
+        assert type(dwconv.conv1d(x, w, padding=padding)) is torch.Tensor
+    assert type(dwconv.conv1d(x.as_subclass(torch.Tensor), w, padding=1)) is torch.Tensor
+
+
 def test_stream_set_only_when_it_changes(monkeypatch):
     """The GPU path's stream handling, emulated on the cpu context: each call runs on the
     front end's current stream, and dwconv_context_set_stream is called only when that

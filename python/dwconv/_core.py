@@ -320,13 +320,17 @@ def forward_plan(ctx, x, weight, bias, out, opts):
     return plan
 
 
-def backward_plan(ctx, x, weight, dy, opts):
-    """The Plan of conv1d's backward for x (shape, strides, dtype), weight (shape,
-    strides, dtype) and dy (shape, strides); out_shape/out_strides describe dx (in x's
-    layout)."""
+def backward_plan(ctx, x, weight, bias, dy, opts):
+    """The Plan of conv1d's backward for x, weight and bias (shape, strides, dtype; bias
+    may be None) and dy (shape, strides), checked as the forward checks them;
+    out_shape/out_strides describe dx (in x's layout)."""
     xshape, xstrides, dtype = x
+    check_3d(xshape, "x")
     b, c, length = xshape
-    k = weight[0][-1]
+    k = check_weight(weight[0], is_contiguous(weight[0], weight[1]), c)
+    if bias is not None:
+        check_bias(bias[0], is_contiguous(bias[0], bias[1]), c)
+    check_weight_dtype(dtype, weight[2], None if bias is None else bias[2])
     xs = dense_strides(xshape, xstrides, "x")
     nlc = channel_last(xs, xshape)
     stride, left, right, dilation, mode, act = opts

@@ -95,14 +95,18 @@ def _backward(dy, x, weight, bias, opts, need_dx, need_dweight, need_dbias):
     if 0 in dy.stride() and not dy.is_contiguous():
         dy = dy.contiguous()  # an expanded gradient (from .sum(), say): dwconv needs strides >= 1
     dev = x.device
-    key = ("bwd", dev, x.dtype, x.shape, x.stride(), weight.dtype, weight.shape, opts,
-           dy.shape, dy.stride())
+    # everything the checks below look at: a hit must not skip a check that would fail
+    key = ("bwd", dev, x.dtype, x.shape, x.stride(), weight.device, weight.dtype, weight.shape,
+           weight.is_contiguous(), opts,
+           None if bias is None else (bias.device, bias.dtype, bias.shape, bias.is_contiguous()),
+           dy.device, dy.shape, dy.stride())
     plan = _core.specs.get(key)
     if plan is None:
         T.same_device(dev, (("weight", weight), ("bias", bias), ("the output's gradient", dy)))
         plan = _core.remember(key, _core.backward_plan(
             T.device(dev).ctx, T.meta(x, "x"), T.meta(weight, "weight"),
-            (tuple(dy.shape), dy.stride()), opts))
+            None if bias is None else T.meta(bias, "bias"), (tuple(dy.shape), dy.stride()),
+            opts))
     dx = torch.empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=dev) \
         if need_dx else None
     dweight = torch.empty_like(weight, memory_format=torch.contiguous_format) \

@@ -1,9 +1,10 @@
 """dwconv.conv1d: F.conv1d(x, weight, bias, groups=C) through dwconv, and the torch
 operators under it.
 
-Three ways in, one implementation (``_forward``):
-- eager calls that need no gradient run it directly: a cached plan, one output
-  allocation, one C call (the per-call cost is Python's, see python/bench/overhead.py);
+Three ways in, one implementation (``_run_forward``, under ``_forward``):
+- eager calls that need no gradient run it directly: a plan cached by the call's own
+  arguments, one output allocation, one C call (the per-call cost is Python's, see
+  python/bench/overhead.py);
 - calls that need a gradient, and everything torch.compile traces, go through the
   custom operator ``torch.ops.dwconv.conv1d``, whose fake implementation gives
   torch.compile and CUDA graphs the output's shape and strides, and whose autograd
@@ -20,7 +21,7 @@ from . import _core, _lib
 from . import _torch as T
 
 _opts = {}  # (K, stride, padding, dilation, padding_mode, activation) -> resolved codes
-_specs_get = _core.specs.get
+_specs_get = _core.specs.get  # (specs is never rebound)
 _empty_like, _empty_strided = torch.empty_like, torch.empty_strided
 
 

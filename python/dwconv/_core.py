@@ -26,8 +26,9 @@ DTYPE_NAMES = {_lib.F32: "float32", _lib.F16: "float16", _lib.BF16: "bfloat16"}
 class Context:
     """A dwconv context on one device, its current stream, and its plans. The library
     wants a context used by one thread at a time: callers hold ``lock`` around
-    use_stream and the call that follows it."""
-    __slots__ = ("handle", "backend", "device", "lock", "stream")
+    follow_stream (or use_stream) and the call that follows it; ``stream`` (the stream
+    last set) is read and written only under it."""
+    __slots__ = ("handle", "backend", "device", "lock", "stream", "current_stream")
 
     def __init__(self, backend, device):
         lib = _lib.load()
@@ -37,12 +38,22 @@ class Context:
         self.backend, self.device = backend, device
         self.lock = threading.Lock()
         self.stream = 0  # the legacy default stream, as a new context has
+        # On a GPU, the front end that owns the streams (torch) sets this: a
+        # no-argument callable giving its current stream on this device. None on the cpu.
+        self.current_stream = None
 
     def use_stream(self, stream):
-        """Orders the next calls on ``stream`` (a cudaStream_t/hipStream_t as an int)."""
+        """Orders the next calls on ``stream`` (a cudaStream_t/hipStream_t as an int);
+        the C call only when it differs from the stream last set."""
         if stream != self.stream:
             check(_lib._lib.dwconv_context_set_stream(self.handle, stream))
             self.stream = stream
+
+    def follow_stream(self):
+        """With ``lock`` held, right before a call: orders it on the front end's
+        current stream (nothing on the cpu). conv1d's eager path inlines this."""
+        if self.current_stream is not None:
+            self.use_stream(self.current_stream())
 
 
 
@@ -79,11 +90,13 @@ def context(backend, device):
 
 
 class Plan:
-    """A dwconv_plan and what its callers need besides: the output's shape and strides."""
-    __slots__ = ("handle", "ctx", "out_shape", "out_strides")
+    """A dwconv_plan and what its callers need besides: the output's shape and strides,
+    and whether they are x's own (then an allocation like x's is the output's)."""
+    __slots__ = ("handle", "ctx", "out_shape", "out_strides", "same_as_x")
 
     def __init__(self, handle, ctx):
         self.handle, self.ctx = handle, ctx
+        self.same_as_x = False
 
     def __del__(self):
         try:
@@ -302,16 +315,22 @@ def forward_plan(ctx, x, weight, bias, out, opts):
         ys = dense_strides(out_shape, out[1], "out")
     plan = conv_plan(ctx, desc, xs, ys)
     plan.out_shape, plan.out_strides = out_shape, ys
+    # x's exact strides (not xs) are the output's: an empty_like(x) has them
+    plan.same_as_x = out is None and out_shape == tuple(xshape) and ys == tuple(xstrides)
     return plan
 
 
-def backward_plan(ctx, x, weight, dy, opts):
-    """The Plan of conv1d's backward for x (shape, strides, dtype), weight (shape,
-    strides, dtype) and dy (shape, strides); out_shape/out_strides describe dx (in x's
-    layout)."""
+def backward_plan(ctx, x, weight, bias, dy, opts):
+    """The Plan of conv1d's backward for x, weight and bias (shape, strides, dtype; bias
+    may be None) and dy (shape, strides), checked as the forward checks them;
+    out_shape/out_strides describe dx (in x's layout)."""
     xshape, xstrides, dtype = x
+    check_3d(xshape, "x")
     b, c, length = xshape
-    k = weight[0][-1]
+    k = check_weight(weight[0], is_contiguous(weight[0], weight[1]), c)
+    if bias is not None:
+        check_bias(bias[0], is_contiguous(bias[0], bias[1]), c)
+    check_weight_dtype(dtype, weight[2], None if bias is None else bias[2])
     xs = dense_strides(xshape, xstrides, "x")
     nlc = channel_last(xs, xshape)
     stride, left, right, dilation, mode, act = opts

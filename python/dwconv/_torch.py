@@ -4,6 +4,8 @@ A tensor's device picks the backend (cpu, or cuda:N as dwconv's CUDA backend, or
 HIP backend under a ROCm build of torch) and so the cached context of that device;
 GPU calls are ordered on torch's current stream of the tensor's device.
 """
+import functools
+
 import torch
 
 from . import _core, _lib
@@ -18,28 +20,36 @@ except AttributeError:  # a torch built without CUDA
     _raw_stream = None
 
 
+def _stream_getter(index):
+    """() -> the current stream of torch on cuda:index, as an int (a C-level partial:
+    no Python frame per call)."""
+    if _raw_stream is not None:
+        return functools.partial(_raw_stream, index)
+    return lambda: torch.cuda.current_stream(index).cuda_stream
+
+
 class Device:
-    """What a call on one torch device needs: its dwconv context, and how to get
-    torch's current stream there (None on the cpu)."""
-    __slots__ = ("ctx", "index", "stream")
+    """What a call on one torch device needs: its dwconv context, whose
+    current_stream gives torch's current stream there (None on the cpu)."""
+    __slots__ = ("ctx", "index")
 
     def __init__(self, device):
         if device.type == "cpu":
-            self.ctx, self.index, self.stream = _core.context(_lib.BACKEND_CPU, 0), 0, None
+            self.ctx, self.index = _core.context(_lib.BACKEND_CPU, 0), 0
         elif device.type == "cuda":
             self.index = device.index if device.index is not None else \
                 torch.cuda.current_device()
             self.ctx = _core.context(_GPU_BACKEND, self.index)
-            self.stream = _raw_stream or \
-                (lambda i: torch.cuda.current_stream(i).cuda_stream)
+            # set before this Device is returned (and so before any call on the context);
+            # every Device of the index sets an equal getter
+            self.ctx.current_stream = _stream_getter(self.index)
         else:
             raise ValueError(f"dwconv: tensors on {device} are not supported "
                              "(cpu and cuda devices are)")
 
     def use_stream(self):
         """Call with ctx.lock held, right before the C call."""
-        if self.stream is not None:
-            self.ctx.use_stream(self.stream(self.index))
+        self.ctx.follow_stream()
 
 
 _devices = {}

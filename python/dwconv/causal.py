@@ -77,10 +77,10 @@ def _desc_entry(key, x, weight, k, act, nlc):
 
 
 def _call(dev, fn, *args):
-    d = T.device(dev)
-    with d.ctx.lock:
-        d.use_stream()
-        st = fn(d.ctx.handle, *args)
+    ctx = T.device(dev).ctx
+    with ctx.lock:
+        ctx.follow_stream()
+        st = fn(ctx.handle, *args)
     if st:
         _lib.raise_status(st)
 
@@ -237,11 +237,11 @@ def _update(x, conv_state, weight, bias, act, cache_seqlens, conv_state_indices)
         entry = _core.remember(key, _new_update_entry(x, conv_state, weight, bias, act,
                                                       cache_seqlens, conv_state_indices))
     y = torch.empty_strided(entry.out_shape, entry.out_strides, dtype=x.dtype, device=x.device)
-    d = T.device(x.device)
-    with d.ctx.lock:
-        d.use_stream()
+    ctx = entry.ctx
+    with ctx.lock:
+        ctx.follow_stream()
         st = _lib._lib.dwconv_causal_update(
-            d.ctx.handle, entry.ref, x.data_ptr(), conv_state.data_ptr(), conv_state.shape[0],
+            ctx.handle, entry.ref, x.data_ptr(), conv_state.data_ptr(), conv_state.shape[0],
             conv_state.shape[2], weight.data_ptr(), None if bias is None else bias.data_ptr(),
             None if cache_seqlens is None else cache_seqlens.data_ptr(),
             None if conv_state_indices is None else conv_state_indices.data_ptr(), y.data_ptr())

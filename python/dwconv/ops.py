@@ -1,9 +1,10 @@
 """dwconv.conv1d: F.conv1d(x, weight, bias, groups=C) through dwconv, and the torch
 operators under it.
 
-Three ways in, one implementation (``_forward``):
-- eager calls that need no gradient run it directly: a cached plan, one output
-  allocation, one C call (the per-call cost is Python's, see python/bench/overhead.py);
+Three ways in, one implementation (``_run_forward``, under ``_forward``):
+- eager calls that need no gradient run it directly: a plan cached by the call's own
+  arguments, one output allocation, one C call (the per-call cost is Python's, see
+  python/bench/overhead.py);
 - calls that need a gradient, and everything torch.compile traces, go through the
   custom operator ``torch.ops.dwconv.conv1d``, whose fake implementation gives
   torch.compile and CUDA graphs the output's shape and strides, and whose autograd
@@ -20,6 +21,8 @@ from . import _core, _lib
 from . import _torch as T
 
 _opts = {}  # (K, stride, padding, dilation, padding_mode, activation) -> resolved codes
+_specs_get = _core.specs.get  # (specs is never rebound)
+_empty_like, _empty_strided = torch.empty_like, torch.empty_strided
 
 
 def _resolve(k, stride, padding, dilation, padding_mode, activation):
@@ -34,20 +37,42 @@ def _resolve(k, stride, padding, dilation, padding_mode, activation):
 
 
 def _forward(x, weight, bias, opts, out):
-    """y = conv(x) for resolved options: the one implementation of the forward."""
-    dev = x.device
-    key = ("fwd", dev, x.dtype, x.shape, x.stride(), weight.device, weight.dtype, weight.shape,
-           weight.is_contiguous(), opts,
+    """y = conv(x) for resolved options: the one implementation of the forward (the
+    operators' and every checked path's; conv1d's eager path caches the plan by its own
+    arguments and goes straight to _run_forward)."""
+    return _run_forward(_forward_plan(x, weight, bias, opts, out), x, weight, bias, out)
+
+
+def _forward_plan(x, weight, bias, opts, out):
+    """The cached plan of a forward, by everything that decides it."""
+    key = ("fwd", x.device, x.dtype, x.shape, x.stride(), weight.device, weight.dtype,
+           weight.shape, weight.is_contiguous(), opts,
            None if bias is None else (bias.device, bias.dtype, bias.shape, bias.is_contiguous()),
            None if out is None else (out.device, out.dtype, out.shape, out.stride()))
-    plan = _core.specs.get(key)
+    plan = _specs_get(key)
     if plan is None:
         plan = _core.remember(key, _new_forward_plan(x, weight, bias, out, opts))
-    d = T.device(dev)
-    y = out if out is not None else \
-        torch.empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=dev)
-    with d.ctx.lock:
-        d.use_stream()
+    return plan
+
+
+def _run_forward(plan, x, weight, bias, out):
+    """The call itself: the output, then dwconv_plan_forward on the plan's context."""
+    if out is not None:
+        y = out
+    elif plan.same_as_x and type(x) is Tensor:
+        # the common case, ~25% cheaper than empty_strided (no keywords to parse); only
+        # for a plain tensor, whose empty_like is a plain tensor as empty_strided's is
+        y = _empty_like(x)
+    else:
+        y = _empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=x.device)
+    ctx = plan.ctx
+    with ctx.lock:
+        # ctx.follow_stream() inlined: on a GPU, torch's current stream, the C call to
+        # set it only when it changed (the stream last set is under this lock too)
+        if ctx.current_stream is not None:
+            stream = ctx.current_stream()
+            if stream != ctx.stream:
+                ctx.use_stream(stream)
         st = _lib._lib.dwconv_plan_forward(plan.handle, x.data_ptr(), weight.data_ptr(),
                                            None if bias is None else bias.data_ptr(),
                                            y.data_ptr())
@@ -71,23 +96,27 @@ def _backward(dy, x, weight, bias, opts, need_dx, need_dweight, need_dbias):
     if 0 in dy.stride() and not dy.is_contiguous():
         dy = dy.contiguous()  # an expanded gradient (from .sum(), say): dwconv needs strides >= 1
     dev = x.device
-    key = ("bwd", dev, x.dtype, x.shape, x.stride(), weight.dtype, weight.shape, opts,
-           dy.shape, dy.stride())
+    # everything the checks below look at: a hit must not skip a check that would fail
+    key = ("bwd", dev, x.dtype, x.shape, x.stride(), weight.device, weight.dtype, weight.shape,
+           weight.is_contiguous(), opts,
+           None if bias is None else (bias.device, bias.dtype, bias.shape, bias.is_contiguous()),
+           dy.device, dy.shape, dy.stride())
     plan = _core.specs.get(key)
     if plan is None:
         T.same_device(dev, (("weight", weight), ("bias", bias), ("the output's gradient", dy)))
         plan = _core.remember(key, _core.backward_plan(
             T.device(dev).ctx, T.meta(x, "x"), T.meta(weight, "weight"),
-            (tuple(dy.shape), dy.stride()), opts))
+            None if bias is None else T.meta(bias, "bias"), (tuple(dy.shape), dy.stride()),
+            opts))
     dx = torch.empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=dev) \
         if need_dx else None
     dweight = torch.empty_like(weight, memory_format=torch.contiguous_format) \
         if need_dweight else None
     dbias = torch.empty_like(bias, memory_format=torch.contiguous_format) \
         if need_dbias and bias is not None else None
-    d = T.device(dev)
-    with d.ctx.lock:
-        d.use_stream()
+    ctx = plan.ctx
+    with ctx.lock:
+        ctx.follow_stream()
         st = _lib._lib.dwconv_plan_backward(
             plan.handle, x.data_ptr(), weight.data_ptr(), T.ptr(bias), dy.data_ptr(),
             T.ptr(dx), T.ptr(dweight), T.ptr(dbias))
@@ -202,7 +231,8 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, padding_mode="
         from . import _interop
         return _interop.conv1d(x, weight, bias, stride, padding, dilation, padding_mode,
                                activation, out)
-    if x.dim() == 2:  # unbatched (C, L), as F.conv1d takes it
+    shape = x.shape
+    if len(shape) == 2:  # unbatched (C, L), as F.conv1d takes it
         y = conv1d(x.unsqueeze(0), weight, bias, stride, padding, dilation, padding_mode,
                    activation, None if out is None else out.unsqueeze(0))
         return y.squeeze(0) if out is None else out
@@ -213,14 +243,33 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, padding_mode="
             conv1d_out_op(x, weight, bias, *opts, out)
             return out
         return conv1d_op(x, weight, bias, *opts)
-    opts = _resolve(weight.shape[-1], stride, padding, dilation, padding_mode, activation)
     if _grad_enabled() and (x.requires_grad or weight.requires_grad or
                             (bias is not None and bias.requires_grad)):
+        opts = _resolve(weight.shape[-1], stride, padding, dilation, padding_mode, activation)
         if out is not None:
             raise RuntimeError("dwconv.conv1d: out= does not support automatic "
                                "differentiation (an argument requires grad)")
         return conv1d_op(x, weight, bias, *opts)
-    return _forward(x, weight, bias, opts, out)
+    # Eager without autograd, the hot path: the plan cached by this call's own arguments
+    # (the options unresolved: they and the weight's K decide the resolved ones; as in
+    # _resolve, an option equal to a cached one, True to 1, is taken as it), so a hit
+    # is one key and one lookup. The same tensors' metadata as _forward_plan's key.
+    key = ("eager", x.device, x.dtype, shape, x.stride(), weight.device, weight.dtype,
+           weight.shape, weight.is_contiguous(), stride, padding, dilation, padding_mode,
+           activation,
+           None if bias is None else (bias.device, bias.dtype, bias.shape, bias.is_contiguous()),
+           None if out is None else (out.device, out.dtype, out.shape, out.stride()))
+    try:
+        plan = _specs_get(key)
+    except TypeError:  # an unhashable argument (a list): resolve and look up every time
+        key = plan = None
+    if plan is None:
+        opts = _core.resolve_options(weight.shape[-1], stride, padding, dilation,
+                                     padding_mode, activation)  # raises on a bad option
+        plan = _forward_plan(x, weight, bias, opts, out)
+        if key is not None:
+            _core.remember(key, plan)
+    return _run_forward(plan, x, weight, bias, out)
 
 
 def conv1d_backward(dy, x, weight, bias=None, stride=1, padding=0, dilation=1,

@@ -247,3 +247,80 @@ def test_cuda_graph_capture_and_replay(cuda):
         torch.cuda.synchronize()
         want = dwconv.reference_conv1d(x.cpu(), w.cpu(), b.cpu(), padding=2, activation="silu")
         assert torch.equal(y.cpu(), want)
+
+
+def test_plan_cache_tells_calls_apart():
+    """conv1d's eager plan cache keys on the call's own arguments: after a good call is
+    cached, a call differing in one argument (options, weight layout, devices, out) gets
+    its own plan, or its error."""
+    gen, _ = seeded(7)
+    x = exact((2, 6, 40), gen)
+    w = exact((6, 1, 3), gen, 0.25)
+    b = exact((6,), gen, 0.5)
+
+    def want(padding, bias=None, stride=1, dilation=1):
+        if not isinstance(padding, int):  # a symmetric (left, right) pair
+            padding = padding[0]
+        return F.conv1d(x.double(), w.double(), None if bias is None else bias.double(),
+                        stride, padding, dilation, groups=6)
+
+    for _ in range(2):  # the second round hits the cache (but for the list: unhashable)
+        for kw in (dict(padding=1), dict(padding=2), dict(padding=[1, 1]), dict(padding=(2, 2)),
+                   dict(padding=1, stride=2), dict(padding=1, dilation=2), dict(padding=0),
+                   dict(padding=1, bias=b)):
+            assert torch.equal(dwconv.conv1d(x, w, **kw).double(), want(**kw)), kw
+    with pytest.raises(ValueError, match="weight must be contiguous"):
+        dwconv.conv1d(x, w.squeeze(1).t().contiguous().t(), padding=1)
+    with pytest.raises(ValueError, match="bias must be contiguous"):
+        dwconv.conv1d(x, w, torch.zeros(12)[::2], padding=1)
+    with pytest.raises(TypeError, match="stride must be an int"):
+        dwconv.conv1d(x, w, padding=1, stride=1.5)
+    with pytest.raises(ValueError, match="activation"):
+        dwconv.conv1d(x, w, padding=1, activation="gelu")
+    out = torch.empty(2, 40, 6).transpose(1, 2)  # out= with other strides than x's
+    assert dwconv.conv1d(x, w, padding=1, out=out) is out
+    assert torch.equal(out.double(), want(padding=1))
+    with pytest.raises(ValueError, match="out has shape"):
+        dwconv.conv1d(x, w, padding=1, out=torch.empty(2, 6, 41))
+
+
+def test_output_is_a_plain_tensor():
+    """Whatever the output's allocation (like x's, or strided), a plain tensor, as from
+    a tensor subclass that keeps its type through torch functions."""
+    class Sub(torch.Tensor):
+        pass
+
+    x = torch.randn(2, 4, 20).as_subclass(Sub)
+    w = torch.randn(4, 1, 3)
+    for padding in (1, 0):  # an output of x's shape and strides, and one shorter
+        assert type(dwconv.conv1d(x, w, padding=padding)) is torch.Tensor
+    assert type(dwconv.conv1d(x.as_subclass(torch.Tensor), w, padding=1)) is torch.Tensor
+
+
+def test_stream_set_only_when_it_changes(monkeypatch):
+    """The GPU path's stream handling, emulated on the cpu context: each call runs on the
+    front end's current stream, and dwconv_context_set_stream is called only when that
+    stream differs from the one last set (under the context's lock)."""
+    from dwconv import _core, _lib
+    from dwconv import _torch as T
+    ctx = T.device(torch.device("cpu")).ctx
+    calls, current = [], [0]
+
+    def set_stream(handle, stream):
+        assert ctx.lock.locked()
+        calls.append(stream)
+        return 0
+
+    monkeypatch.setattr(_lib._lib, "dwconv_context_set_stream", set_stream)
+    monkeypatch.setattr(ctx, "current_stream", lambda: current[0])
+    try:
+        x, w = torch.randn(1, 4, 32), torch.randn(4, 1, 3)
+        for stream in (0, 0, 7, 7, 7, 9, 0, 0):
+            current[0] = stream
+            dwconv.conv1d(x, w, padding=1)              # the eager path (inlined)
+            dwconv.conv1d(x, w, padding=1, stride=2)    # a strided output
+            dwconv.conv1d_backward(torch.randn(1, 4, 32), x, w, padding=1)  # follow_stream
+            assert ctx.stream == stream
+        assert calls == [7, 9, 0]
+    finally:
+        ctx.stream = 0  # the real context was never moved off its NULL stream

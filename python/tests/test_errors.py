@@ -109,6 +109,26 @@ def test_nothing_written_on_error():
     assert (out == 5).all()
 
 
+def test_conv1d_backward_checks_its_arguments():
+    """conv1d_backward (public, for hand-written backwards) checks the weight and bias
+    as the forward does, also after a good call with the same x and dy was cached."""
+    x, w = tensors(c=4, k=3)
+    dy, b = torch.randn(2, 4, 20), torch.randn(4)
+    for _ in range(2):
+        dx, dw, db = dwconv.conv1d_backward(dy, x, w, b, padding=1)
+        assert dx.shape == x.shape and dw.shape == w.shape and db.shape == b.shape
+    with pytest.raises(ValueError, match="weight must be contiguous"):
+        dwconv.conv1d_backward(dy, x, torch.randn(3, 4).t().unsqueeze(1), b, padding=1)
+    with pytest.raises(ValueError, match="weight has 5 channels, x has 4"):
+        dwconv.conv1d_backward(dy, x, torch.randn(5, 1, 3), padding=1)
+    with pytest.raises(ValueError, match=r"bias must have shape \(4,\)"):
+        dwconv.conv1d_backward(dy, x, w, torch.randn(3), padding=1)
+    with pytest.raises(ValueError, match="bias must be contiguous"):
+        dwconv.conv1d_backward(dy, x, w, torch.randn(8)[::2], padding=1)
+    with pytest.raises(TypeError, match="bias is float16"):
+        dwconv.conv1d_backward(dy, x, w, b.half(), padding=1)
+
+
 def test_autograd_limits():
     x, w = tensors()
     with pytest.raises(RuntimeError, match="out= does not support automatic differentiation"):

@@ -5,8 +5,9 @@
  * per output: the tile kernel is issue-bound (ncu on the reference problem, 2026-12-02,
  * a version with its loads batched as here: SM issue 76% busy, DRAM 19%) on its
  * run-time tap loops, 64-bit index arithmetic and the stride/dilation stepping of
- * every dx tap. Here the taps unroll, indices are 32-bit slots of the tile, both
- * staged arrays load GPU_BWD_STAGE_BATCH vectors per thread at once, and:
+ * every dx tap. Here the taps unroll, indices are 32-bit slots of the tile, x and
+ * dy are staged in one pass (GPU_BWD_STAGE_BATCH vectors of each per thread at
+ * once), and:
  *   2. g: one output per thread in turn, its K window values at constant offsets;
  *   3a. one chain thread per chunk runs the K weight chains and the bias sum together,
  *       the window sliding through registers (one new shared load per output);
@@ -21,43 +22,72 @@
 #include "gpu_kernel_bwd_ncl_tile.cuh"
 
 #define GPU_BWD_LEAN_MAX_K 8
-#define GPU_BWD_STAGE_BATCH 4 /* 16-byte loads a thread has in flight while staging */
+#define GPU_BWD_STAGE_BATCH 2 /* 16-byte loads of each span a thread has in flight while staging */
 /* 64 registers: 4 blocks of 256 threads per SM by registers (7 by shared memory). */
 #define GPU_BWD_LEAN_MIN_BLOCKS 4
 
-/* Elements [lo, hi) of a row (raw pointer at position 0, positions adjacent) into the
- * shared words gpu_bwd_word(p - base), widened: 16-byte loads between the row's vector
- * boundaries, GPU_BWD_STAGE_BATCH of them issued by a thread before it stores any,
- * single elements at the two ends. */
+/* Elements [lo, hi) of a row (raw pointer at position 0, positions adjacent), bound
+ * for the shared words gpu_bwd_word(p - base): whole 16-byte vectors between the
+ * row's vector boundaries, single elements at the two ends. */
+template <int XT> struct gpu_bwd_span {
+    typedef typename gpu_elem<XT>::raw raw;
+    const raw *row, *first; /* first: the first whole vector */
+    int64_t lo;
+    int n, off, head, vectors;
+
+    __device__ __forceinline__ gpu_bwd_span(const raw *r, int64_t l, int64_t hi, int64_t base)
+        : row(r), lo(l) {
+        const int V = gpu_vec_width<XT>::value;
+        n = hi > lo ? (int)(hi - lo) : 0, off = (int)(lo - base);
+        head = (V - gpu_misalignment<XT>(row, lo)) % V;
+        if (head > n) head = n;
+        vectors = (n - head) / V;
+        first = row + lo + head;
+    }
+
+    /* vector v, widened, into dst */
+    __device__ __forceinline__ void put(float *dst, int v, const uint4 &r) const {
+        float f[gpu_vec_width<XT>::value];
+        gpu_vec_widen<XT>(r, f);
+        const int e = off + head + v * gpu_vec_width<XT>::value;
+#pragma unroll
+        for (int j = 0; j < gpu_vec_width<XT>::value; j++) dst[gpu_bwd_word(e + j)] = f[j];
+    }
+
+    /* the single elements at the two ends, one per thread in turn */
+    __device__ __forceinline__ void put_ends(float *dst, int T, int tid) const {
+        const int tail = head + vectors * gpu_vec_width<XT>::value, ends = head + n - tail;
+        for (int q = tid; q < ends; q += T) {
+            const int e = q < head ? q : tail + (q - head);
+            dst[gpu_bwd_word(off + e)] = gpu_elem<XT>::widen(row[lo + e]);
+        }
+    }
+};
+
+/* Two spans (the window of x, the dy of the outputs) into shared memory in one pass: a
+ * thread issues GPU_BWD_STAGE_BATCH vector loads of each before it stores any, so the
+ * block waits for memory once, not once per span. */
 template <int XT>
-static __device__ __forceinline__ void gpu_bwd_stage(const typename gpu_elem<XT>::raw *row, int64_t lo,
-                                                     int64_t hi, int64_t base, float *dst, int T, int tid) {
-    const int V = gpu_vec_width<XT>::value;
-    if (hi <= lo) return;
-    const int n = (int)(hi - lo), off = (int)(lo - base);
-    const int head = (V - gpu_misalignment<XT>(row, lo)) % V < n ? (V - gpu_misalignment<XT>(row, lo)) % V : n;
-    const int vectors = (n - head) / V;
-    const typename gpu_elem<XT>::raw *first = row + lo + head;
-    for (int v0 = tid; v0 < vectors; v0 += GPU_BWD_STAGE_BATCH * T) {
-        uint4 r[GPU_BWD_STAGE_BATCH];
+static __device__ __forceinline__ void gpu_bwd_stage(const gpu_bwd_span<XT> &a, float *da,
+                                                     const gpu_bwd_span<XT> &b, float *db, int T, int tid) {
+    const int most = a.vectors > b.vectors ? a.vectors : b.vectors;
+    for (int v0 = tid; v0 < most; v0 += GPU_BWD_STAGE_BATCH * T) {
+        uint4 ra[GPU_BWD_STAGE_BATCH], rb[GPU_BWD_STAGE_BATCH];
 #pragma unroll
-        for (int u = 0; u < GPU_BWD_STAGE_BATCH; u++)
-            if (v0 + u * T < vectors) r[u] = gpu_load16(first + (int64_t)(v0 + u * T) * V);
+        for (int u = 0; u < GPU_BWD_STAGE_BATCH; u++) {
+            const int v = v0 + u * T;
+            if (v < a.vectors) ra[u] = gpu_load16(a.first + (int64_t)v * gpu_vec_width<XT>::value);
+            if (v < b.vectors) rb[u] = gpu_load16(b.first + (int64_t)v * gpu_vec_width<XT>::value);
+        }
 #pragma unroll
-        for (int u = 0; u < GPU_BWD_STAGE_BATCH; u++)
-            if (v0 + u * T < vectors) {
-                float f[gpu_vec_width<XT>::value];
-                gpu_vec_widen<XT>(r[u], f);
-                const int e = off + head + (v0 + u * T) * V;
-#pragma unroll
-                for (int j = 0; j < gpu_vec_width<XT>::value; j++) dst[gpu_bwd_word(e + j)] = f[j];
-            }
+        for (int u = 0; u < GPU_BWD_STAGE_BATCH; u++) {
+            const int v = v0 + u * T;
+            if (v < a.vectors) a.put(da, v, ra[u]);
+            if (v < b.vectors) b.put(db, v, rb[u]);
+        }
     }
-    const int tail = head + vectors * V, ends = head + n - tail;
-    for (int q = tid; q < ends; q += T) {
-        const int e = q < head ? q : tail + (q - head);
-        dst[gpu_bwd_word(off + e)] = gpu_elem<XT>::widen(row[lo + e]);
-    }
+    a.put_ends(da, T, tid);
+    b.put_ends(db, T, tid);
 }
 
 /* One chunk's chain: the K weight sums and the bias sum over outputs q_first ..
@@ -111,8 +141,9 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS, GPU_BWD_LEAN_MIN_BLOCKS) void
                 __syncthreads(); /* the previous tile's reads are done */
                 /* 1. the window, dy of the outputs, the weights */
                 const int64_t in_lo = gpu_max64(w0, 0), in_hi = gpu_max64(in_lo, gpu_min64(w0 + lay.window, L));
-                gpu_bwd_stage<XT>(row.x, in_lo, in_hi, w0, xs, T, tid);
-                gpu_bwd_stage<XT>(row.dy, gpu_max64(q0, 0), gpu_min64(q0 + lay.outputs, L_out), q0, gs, T, tid);
+                gpu_bwd_stage<XT>(gpu_bwd_span<XT>(row.x, in_lo, in_hi, w0), xs,
+                                  gpu_bwd_span<XT>(row.dy, gpu_max64(q0, 0), gpu_min64(q0 + lay.outputs, L_out), q0),
+                                  gs, T, tid);
                 { /* window positions outside the row: the padding mode (or the state) */
                     const int left = (int)(in_lo - w0), right = (int)(w0 + lay.window - in_hi);
                     for (int q = tid; q < left + right; q += T) {

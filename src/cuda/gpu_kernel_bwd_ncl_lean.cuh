@@ -134,10 +134,9 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS, GPU_BWD_LEAN_MIN_BLOCKS) void
         for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y)
             for (int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
                 const gpu_bwd_row<XT, WT> row(a, b, c);
-                const int64_t o0 = tile * TC * DWCONV_GRAD_CHUNK;
-                const int64_t q0 = o0 - H;              /* output of g slot 0 */
-                const int64_t w0 = q0 - a.pad_left;     /* position of window slot 0 */
-                const int chunks_here = (int)gpu_min64(TC, (L_out - o0 + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK);
+                const gpu_bwd_tile_place at(a, tile, TC, H, 1);
+                const int64_t o0 = at.o0, q0 = at.q0, w0 = at.w0;
+                const int chunks_here = at.chunks;
                 __syncthreads(); /* the previous tile's reads are done */
                 /* 1. the window, dy of the outputs, the weights */
                 const int64_t in_lo = gpu_max64(w0, 0), in_hi = gpu_max64(in_lo, gpu_min64(w0 + lay.window, L));

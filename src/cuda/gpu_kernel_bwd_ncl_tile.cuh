@@ -52,6 +52,18 @@ GPU_HD gpu_bwd_tile_layout gpu_bwd_tile_layout_of(int64_t tile_chunks, int64_t h
     return t;
 }
 
+/* Where tile `tile` of a row lies: its first output o0, the output of g slot 0 (q0,
+ * the halo's first), the position of window slot 0 (w0), and its chunks (the row's
+ * last tile may hold fewer than TC). */
+struct gpu_bwd_tile_place {
+    int64_t o0, q0, w0;
+    int chunks;
+    __device__ __forceinline__ gpu_bwd_tile_place(const gpu_bwd_args &a, int64_t tile, int TC, int H, int S) {
+        o0 = tile * TC * DWCONV_GRAD_CHUNK, q0 = o0 - H, w0 = q0 * S - a.pad_left;
+        chunks = (int)gpu_min64(TC, (a.output_length - o0 + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK);
+    }
+};
+
 /* One chain thread: the fmaf chains of taps [k0, k0 + TAPS) (and with k0 = 0 the
  * bias's sum) over one chunk's outputs, in order, into ps[k * TC + chunk]. */
 template <int TAPS>
@@ -96,10 +108,9 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kern
         for (int64_t c = blockIdx.y; c < a.channels; c += gridDim.y)
             for (int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
                 const gpu_bwd_row<XT, WT> row(a, b, c);
-                const int64_t o0 = tile * TC * DWCONV_GRAD_CHUNK;
-                const int64_t q0 = o0 - H;                 /* output of g slot 0 */
-                const int64_t w0 = q0 * S - a.pad_left;     /* position of window slot 0 */
-                const int chunks_here = (int)gpu_min64(TC, (L_out - o0 + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK);
+                const gpu_bwd_tile_place at(a, tile, TC, H, S);
+                const int64_t o0 = at.o0, q0 = at.q0, w0 = at.w0;
+                const int chunks_here = at.chunks;
                 __syncthreads(); /* the previous tile's reads are done */
                 /* 1. the window and the weights */
                 if (w0 >= 0 && w0 + lay.window <= L) {

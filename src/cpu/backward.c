@@ -47,6 +47,7 @@ typedef struct grad_job {
     int64_t o_right;    /* staged */
     int dy_direct;      /* f32 dy with adjacent positions: read where it lies */
     int stream;         /* dx is larger than the caches: stored around them */
+    int dx_direct;      /* dx summed where it lies (direct_dx) */
     const float *weight; /* C*K in f32 */
     const float *bias;   /* C in f32, or NULL */
     float *rows;         /* [c][b][K+1]: each row's sums */
@@ -104,6 +105,9 @@ static void plan_direct(grad_job *j) {
     j->o_left = min64(j->L_out, dwconv_round_up(dwconv_interior_begin(j->pad, j->s), DWCONV_GRAD_CHUNK));
     int64_t end = dwconv_interior_end(j->L, j->pad, j->s, j->span + 64, j->L_out, j->o_left);
     j->o_right = end == j->L_out ? end : end / DWCONV_GRAD_CHUNK * DWCONV_GRAD_CHUNK;
+    j->dx_direct = f32 && dx->data && dx->stride[2] == 1 && j->S == 0 && !j->stream &&
+                   !p->operand[DWCONV_ROLE_DSTATE_IN].data &&
+                   !p->operand[DWCONV_ROLE_DSTATE_OUT].data;
     j->direct = j->staged && f32 && x->stride[2] == 1 && j->o_right > j->o_left;
 }
 
@@ -209,10 +213,10 @@ static int special_slot(const grad_job *j, int64_t slot) {
     return slot >= 0 && (slot < j->S + j->A || slot >= j->S + j->Bi);
 }
 
-/* acc[S + i] = dx[i] before the final states' gradient; acc[s] = dinitial_states[s]. */
+/* acc[S + i] = dx[i] before the final states' gradient; acc[s] = dinitial_states[s].
+ * acc is sc->acc, or (direct_dx) the row of dx itself. */
 static void input_gradient(const grad_job *j, const grad_scratch *sc, const float *g,
-                           const float *w) {
-    float *acc = sc->acc;
+                           const float *w, float *acc) {
     const int64_t S = j->S, K = j->K;
     for (int64_t i = 0; i < S + j->A; i++) acc[i] = 0.0f;
     for (int64_t i = S + j->Bi; i < S + j->L; i++) acc[i] = 0.0f;
@@ -309,6 +313,17 @@ static void store_input_gradient(const grad_job *j, float *acc, int64_t b, int64
     for (int64_t s = 0; dstate_in && s < S; s++) dwconv_store(d->dtype, dstate_in, row * S + s, acc[s]);
 }
 
+/* Row (b, c) of dx when the input gradient may be summed where it lies: f32 dx with
+ * adjacent positions, no state (store_input_gradient would only copy acc there), not
+ * streamed. dx overlaps no input (the core checks), so writing it early is safe; each
+ * element is still written once, with the same chain. NULL otherwise. */
+static float *direct_dx(const grad_job *j, int64_t b, int64_t c) {
+    const dwconv_problem *p = j->p;
+    const dwconv_operand *dx = &p->operand[DWCONV_ROLE_DX];
+    if (!j->dx_direct) return NULL;
+    return (float *)dx->data + dwconv_ref_at(dx, b, c, 0);
+}
+
 static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int64_t c) {
     const dwconv_problem *p = j->p;
     const dwconv_operand *x = &p->operand[DWCONV_ROLE_X];
@@ -321,8 +336,9 @@ static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int
         segs = row_segments(j, sc, x_row, x->stride[2], b, c, seg);
     const float *g = output_gradient(j, sc, b, c, w, seg, segs);
     if (j->want_dx) {
-        input_gradient(j, sc, g, w);
-        store_input_gradient(j, sc->acc, b, c);
+        float *dx_row = direct_dx(j, b, c);
+        input_gradient(j, sc, g, w, dx_row ? dx_row : sc->acc);
+        if (!dx_row) store_input_gradient(j, sc->acc, b, c);
     }
     if (j->want_dw) {
         for (int i = 0; i < segs; i++) { /* segments start on chunk boundaries */

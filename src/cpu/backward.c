@@ -49,6 +49,7 @@ typedef struct grad_job {
     int dy_direct;      /* f32 dy with adjacent positions: read where it lies */
     int stream;         /* dx is larger than the caches: stored around them */
     int dx_direct;      /* dx summed where it lies (direct_dx) */
+    int dx_nt;          /* ... and, streamed, its interior stored around the caches */
     const float *weight; /* C*K in f32 */
     const float *bias;   /* C in f32, or NULL */
     float *rows;         /* [c][b][K+1]: each row's sums */
@@ -106,9 +107,10 @@ static void plan_direct(grad_job *j) {
     j->o_left = min64(j->L_out, dwconv_round_up(dwconv_interior_begin(j->pad, j->s), DWCONV_GRAD_CHUNK));
     int64_t end = dwconv_interior_end(j->L, j->pad, j->s, j->span + 64, j->L_out, j->o_left);
     j->o_right = end == j->L_out ? end : end / DWCONV_GRAD_CHUNK * DWCONV_GRAD_CHUNK;
-    j->dx_direct = f32 && dx->data && dx->stride[2] == 1 && j->S == 0 && !j->stream &&
+    j->dx_direct = f32 && dx->data && dx->stride[2] == 1 && j->S == 0 &&
                    !p->operand[DWCONV_ROLE_DSTATE_IN].data &&
                    !p->operand[DWCONV_ROLE_DSTATE_OUT].data;
+    j->dx_nt = j->dx_direct && j->stream;
     j->direct = j->staged && f32 && x->stride[2] == 1 && j->o_right > j->o_left;
 }
 
@@ -252,7 +254,7 @@ static void plan_prefetch(const grad_job *j, int64_t r, row_prefetch *f) {
         const dwconv_operand *o = &p->operand[role[s]];
         f->at[s] = NULL, f->lines[s] = 0;
         if (!o->data || o->stride[2] != 1 || (s == 0 && !(j->staged && (j->want_dw || p->desc.activation))) ||
-            (s == 2 && !j->dx_direct))
+            (s == 2 && (!j->dx_direct || j->dx_nt)))
             continue;
         const uintptr_t first = (uintptr_t)((const char *)o->data + (size_t)dwconv_ref_at(o, b, c, 0) * elem);
         const uintptr_t last = first + (uintptr_t)count[s] * elem;
@@ -286,15 +288,20 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
     int64_t i = j->A;
     const int64_t lanes = j->kernels->lanes;
     if (j->s == 1 && j->Bi - j->A >= lanes) {
-        const int64_t n = (j->Bi - j->A) / lanes * lanes;
+        int stream = 0;
+        if (j->dx_nt && acc != sc->acc) { /* dx's row: from a 64-byte boundary on, streamed */
+            for (; i < j->Bi && (uintptr_t)(acc + S + i) % 64; i++) acc[S + i] = gathered_input(j, g, w, i);
+            stream = (uintptr_t)(acc + S + i) % 64 == 0;
+        }
+        const int64_t n = (j->Bi - i) / lanes * lanes;
         for (int64_t m = 0; m < K; m++) sc->rweight[m] = w[K - 1 - m];
         dwconv_cpu_taps taps = {.tap = sc->rtap, .dtype = DWCONV_F32, .stride = 1,
                                 .weight = sc->rweight, .kernel_size = K, .bias = 0.0f,
-                                .activation = DWCONV_ACT_NONE};
+                                .activation = DWCONV_ACT_NONE, .stream = stream};
         for (int64_t at = 0; at < n; at += PIECE) { /* (each output on its own) */
             for (int64_t m = 0; m < K; m++)
-                sc->rtap[m] = g + (j->A + at + j->pad - (K - 1 - m) * j->d);
-            j->kernels->conv(&taps, min64(PIECE, n - at), acc + S + j->A + at);
+                sc->rtap[m] = g + (i + at + j->pad - (K - 1 - m) * j->d);
+            j->kernels->conv(&taps, min64(PIECE, n - at), acc + S + i + at);
             prefetch_slice(f);
         }
         i += n;
@@ -369,9 +376,11 @@ static void store_input_gradient(const grad_job *j, float *acc, int64_t b, int64
 }
 
 /* Row (b, c) of dx when the input gradient may be summed where it lies: f32 dx with
- * adjacent positions, no state (store_input_gradient would only copy acc there), not
- * streamed. dx overlaps no input (the core checks), so writing it early is safe; each
- * element is still written once, with the same chain. NULL otherwise. */
+ * adjacent positions, no state (store_input_gradient would only copy acc there); when
+ * dx is streamed, its interior goes around the caches from the row's first 64-byte
+ * boundary on (the inputs before it by the scalar chain). dx overlaps no input (the
+ * core checks), so writing it early is safe; each element is still written once,
+ * with the same chain. NULL otherwise. */
 static float *direct_dx(const grad_job *j, int64_t b, int64_t c) {
     const dwconv_problem *p = j->p;
     const dwconv_operand *dx = &p->operand[DWCONV_ROLE_DX];

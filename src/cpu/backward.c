@@ -31,7 +31,8 @@
 #include "fast.h"
 #include "reference.h"
 
-enum { SLACK = 256 }; /* floats past every buffer: vector over-reads stay inside */
+enum { SLACK = 256 };
+enum { ROW_GROUP = 8 }; /* rows a work item: one after another, the next one prefetched */ /* floats past every buffer: vector over-reads stay inside */
 
 typedef struct grad_job {
     const dwconv_cpu_kernels *kernels;
@@ -47,6 +48,8 @@ typedef struct grad_job {
     int64_t o_right;    /* staged */
     int dy_direct;      /* f32 dy with adjacent positions: read where it lies */
     int stream;         /* dx is larger than the caches: stored around them */
+    int dx_direct;      /* dx summed where it lies (direct_dx) */
+    int dx_nt;          /* ... and, streamed, its interior stored around the caches */
     const float *weight; /* C*K in f32 */
     const float *bias;   /* C in f32, or NULL */
     float *rows;         /* [c][b][K+1]: each row's sums */
@@ -104,6 +107,10 @@ static void plan_direct(grad_job *j) {
     j->o_left = min64(j->L_out, dwconv_round_up(dwconv_interior_begin(j->pad, j->s), DWCONV_GRAD_CHUNK));
     int64_t end = dwconv_interior_end(j->L, j->pad, j->s, j->span + 64, j->L_out, j->o_left);
     j->o_right = end == j->L_out ? end : end / DWCONV_GRAD_CHUNK * DWCONV_GRAD_CHUNK;
+    j->dx_direct = f32 && dx->data && dx->stride[2] == 1 && j->S == 0 &&
+                   !p->operand[DWCONV_ROLE_DSTATE_IN].data &&
+                   !p->operand[DWCONV_ROLE_DSTATE_OUT].data;
+    j->dx_nt = j->dx_direct && j->stream;
     j->direct = j->staged && f32 && x->stride[2] == 1 && j->o_right > j->o_left;
 }
 
@@ -209,10 +216,62 @@ static int special_slot(const grad_job *j, int64_t slot) {
     return slot >= 0 && (slot < j->S + j->A || slot >= j->S + j->Bi);
 }
 
-/* acc[S + i] = dx[i] before the final states' gradient; acc[s] = dinitial_states[s]. */
+/* The next row's x and dy (and, summed where it lies, dx: with intent to write) are
+ * prefetched into L2 a slice at a time while this row is computed in pieces of PIECE
+ * outputs, so that the next row starts from the cache rather than waiting on a
+ * stream the prefetchers take up again at every 4 KiB page. */
+enum { PIECE = 1024 }; /* outputs: 16 chunks, a multiple of every flavour's lanes */
+
+typedef struct row_prefetch {
+    const char *at[3]; /* x, dy, dx of the next row (NULL: not prefetched) */
+    int64_t lines[3];
+    int64_t done, step; /* lines prefetched so far, and per piece */
+} row_prefetch;
+
+static void prefetch_slice(row_prefetch *f) {
+    if (!f) return;
+    const int64_t end = f->done + f->step;
+    for (int s = 0; s < 3; s++) {
+        if (!f->at[s]) continue;
+        const int64_t stop = min64(end, f->lines[s]);
+        for (int64_t i = f->done; i < stop; i++) {
+            if (s == 2) __builtin_prefetch(f->at[s] + i * 64, 1, 2);
+            else __builtin_prefetch(f->at[s] + i * 64, 0, 2);
+        }
+    }
+    f->done = end;
+}
+
+/* The next row's streams: those with adjacent positions. */
+static void plan_prefetch(const grad_job *j, int64_t r, row_prefetch *f) {
+    const dwconv_problem *p = j->p;
+    const int64_t b = r / j->C, c = r % j->C;
+    const size_t elem = dwconv_dtype_size(p->desc.dtype);
+    const dwconv_role role[3] = {DWCONV_ROLE_X, DWCONV_ROLE_DY, DWCONV_ROLE_DX};
+    const int64_t count[3] = {j->L, j->L_out, j->L};
+    int64_t most = 0;
+    for (int s = 0; s < 3; s++) {
+        const dwconv_operand *o = &p->operand[role[s]];
+        f->at[s] = NULL, f->lines[s] = 0;
+        if (!o->data || o->stride[2] != 1 || (s == 0 && !(j->staged && (j->want_dw || p->desc.activation))) ||
+            (s == 2 && (!j->dx_direct || j->dx_nt)))
+            continue;
+        const uintptr_t first = (uintptr_t)((const char *)o->data + (size_t)dwconv_ref_at(o, b, c, 0) * elem);
+        const uintptr_t last = first + (uintptr_t)count[s] * elem;
+        f->at[s] = (const char *)(first / 64 * 64);
+        f->lines[s] = (int64_t)((last + 63) / 64 - first / 64);
+        most = max64(most, f->lines[s]);
+    }
+    const int64_t pieces = (j->want_dx ? ceil_div(j->L, PIECE) : 0) +
+                           (j->want_dw ? ceil_div(j->L_out, PIECE) : 0);
+    f->done = 0;
+    f->step = pieces > 0 ? ceil_div(most, pieces) : most;
+}
+
+/* acc[S + i] = dx[i] before the final states' gradient; acc[s] = dinitial_states[s].
+ * acc is sc->acc, or (direct_dx) the row of dx itself. */
 static void input_gradient(const grad_job *j, const grad_scratch *sc, const float *g,
-                           const float *w) {
-    float *acc = sc->acc;
+                           const float *w, float *acc, row_prefetch *f) {
     const int64_t S = j->S, K = j->K;
     for (int64_t i = 0; i < S + j->A; i++) acc[i] = 0.0f;
     for (int64_t i = S + j->Bi; i < S + j->L; i++) acc[i] = 0.0f;
@@ -229,15 +288,22 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
     int64_t i = j->A;
     const int64_t lanes = j->kernels->lanes;
     if (j->s == 1 && j->Bi - j->A >= lanes) {
-        const int64_t n = (j->Bi - j->A) / lanes * lanes;
-        for (int64_t m = 0; m < K; m++) {
-            sc->rweight[m] = w[K - 1 - m];
-            sc->rtap[m] = g + (j->A + j->pad - (K - 1 - m) * j->d);
+        int stream = 0;
+        if (j->dx_nt && acc != sc->acc) { /* dx's row: from a 64-byte boundary on, streamed */
+            for (; i < j->Bi && (uintptr_t)(acc + S + i) % 64; i++) acc[S + i] = gathered_input(j, g, w, i);
+            stream = (uintptr_t)(acc + S + i) % 64 == 0;
         }
+        const int64_t n = (j->Bi - i) / lanes * lanes;
+        for (int64_t m = 0; m < K; m++) sc->rweight[m] = w[K - 1 - m];
         dwconv_cpu_taps taps = {.tap = sc->rtap, .dtype = DWCONV_F32, .stride = 1,
                                 .weight = sc->rweight, .kernel_size = K, .bias = 0.0f,
-                                .activation = DWCONV_ACT_NONE};
-        j->kernels->conv(&taps, n, acc + S + j->A);
+                                .activation = DWCONV_ACT_NONE, .stream = stream};
+        for (int64_t at = 0; at < n; at += PIECE) { /* (each output on its own) */
+            for (int64_t m = 0; m < K; m++)
+                sc->rtap[m] = g + (i + at + j->pad - (K - 1 - m) * j->d);
+            j->kernels->conv(&taps, min64(PIECE, n - at), acc + S + i + at);
+            prefetch_slice(f);
+        }
         i += n;
     }
     for (; i < j->Bi; i++) acc[S + i] = gathered_input(j, g, w, i);
@@ -309,7 +375,21 @@ static void store_input_gradient(const grad_job *j, float *acc, int64_t b, int64
     for (int64_t s = 0; dstate_in && s < S; s++) dwconv_store(d->dtype, dstate_in, row * S + s, acc[s]);
 }
 
-static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int64_t c) {
+/* Row (b, c) of dx when the input gradient may be summed where it lies: f32 dx with
+ * adjacent positions, no state (store_input_gradient would only copy acc there); when
+ * dx is streamed, its interior goes around the caches from the row's first 64-byte
+ * boundary on (the inputs before it by the scalar chain). dx overlaps no input (the
+ * core checks), so writing it early is safe; each element is still written once,
+ * with the same chain. NULL otherwise. */
+static float *direct_dx(const grad_job *j, int64_t b, int64_t c) {
+    const dwconv_problem *p = j->p;
+    const dwconv_operand *dx = &p->operand[DWCONV_ROLE_DX];
+    if (!j->dx_direct) return NULL;
+    return (float *)dx->data + dwconv_ref_at(dx, b, c, 0);
+}
+
+static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int64_t c,
+                       row_prefetch *f) {
     const dwconv_problem *p = j->p;
     const dwconv_operand *x = &p->operand[DWCONV_ROLE_X];
     const void *x_row = (const char *)x->data +
@@ -321,16 +401,22 @@ static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int
         segs = row_segments(j, sc, x_row, x->stride[2], b, c, seg);
     const float *g = output_gradient(j, sc, b, c, w, seg, segs);
     if (j->want_dx) {
-        input_gradient(j, sc, g, w);
-        store_input_gradient(j, sc->acc, b, c);
+        float *dx_row = direct_dx(j, b, c);
+        input_gradient(j, sc, g, w, dx_row ? dx_row : sc->acc, f);
+        if (!dx_row) store_input_gradient(j, sc->acc, b, c);
     }
     if (j->want_dw) {
-        for (int i = 0; i < segs; i++) { /* segments start on chunk boundaries */
-            for (int64_t k = 0; k < j->K; k++) sc->tap[k] = seg[i].x0 + k * j->d;
-            j->kernels->grad_partials(g + seg[i].begin, (const float *const *)sc->tap, j->s, j->K,
-                                      seg[i].end - seg[i].begin, j->want_db,
-                                      sc->part + seg[i].begin / DWCONV_GRAD_CHUNK * (j->K + 1));
-        }
+        /* segments, and so pieces, start on chunk boundaries: each chunk's chains are
+         * computed whole, by whichever kernel path, to the same bits */
+        for (int i = 0; i < segs; i++)
+            for (int64_t o = seg[i].begin; o < seg[i].end; o += PIECE) {
+                for (int64_t k = 0; k < j->K; k++)
+                    sc->tap[k] = seg[i].x0 + (o - seg[i].begin) * j->s + k * j->d;
+                j->kernels->grad_partials(g + o, (const float *const *)sc->tap, j->s, j->K,
+                                          min64(PIECE, seg[i].end - o), j->want_db,
+                                          sc->part + o / DWCONV_GRAD_CHUNK * (j->K + 1));
+                prefetch_slice(f);
+            }
         row_sums(j, sc, b, c);
     }
 }
@@ -427,6 +513,7 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
                               (j.direct ? DWCONV_CPU_PATH_DIRECT_X : 0));
 
     const int64_t CK = j.C * j.K;
+    const int64_t groups = ceil_div(rows, ROW_GROUP);
     const void *w = p->operand[DWCONV_ROLE_WEIGHT].data, *bias = p->operand[DWCONV_ROLE_BIAS].data;
 #pragma omp parallel num_threads(nt)
     {
@@ -438,10 +525,15 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
         }
         const grad_scratch sc = thread_scratch(&j, dwconv_cpu_thread_index());
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t r = 0; r < rows; r++) {
-            const int64_t b = r / j.C, c = r % j.C;
-            if (j.staged) staged_row(&j, &sc, b, c);
-            else per_output_row(&j, &sc, b, c);
+        for (int64_t group = 0; group < groups; group++) { /* the next row prefetched */
+            const int64_t end = min64(rows, (group + 1) * ROW_GROUP);
+            for (int64_t r = group * ROW_GROUP; r < end; r++) {
+                const int64_t b = r / j.C, c = r % j.C;
+                row_prefetch f;
+                if (j.staged && r + 1 < end) plan_prefetch(&j, r + 1, &f);
+                if (j.staged) staged_row(&j, &sc, b, c, r + 1 < end ? &f : NULL);
+                else per_output_row(&j, &sc, b, c);
+            }
         }
         if (j.stream) kernels->fence();
         if (j.want_dw) {

@@ -20,7 +20,10 @@
 #include "fast.h"
 #include "reference.h"
 
-enum { DECODE_BLOCK = 256 }; /* channels a decode work item */
+enum {
+    DECODE_BLOCK = 256,       /* channels a decode work item, at least */
+    DECODE_ITEMS_PER_THREAD = 8, /* items enough to even out the threads' shares */
+};
 
 static dwconv_status no_memory(char *msg) {
     snprintf(msg, DWCONV_MSG_SIZE, "cannot allocate the cpu causal path's scratch memory");
@@ -157,18 +160,23 @@ static dwconv_status decode(const dwconv_cpu_kernels *kernels, const dwconv_prob
     float *wf = (float *)block, *bf = wf + C * K;
     dwconv_cpu_set_last_paths(DWCONV_CPU_PATH_DECODE_KERNEL);
 
-    const int64_t blocks = (C + DECODE_BLOCK - 1) / DECODE_BLOCK, items = B * blocks;
+    /* work items: blocks of a sequence's channels, as large as the thread count allows
+     * (each kernel call plans its permutes once), a multiple of 64 channels */
+    const int64_t want = (DECODE_ITEMS_PER_THREAD * (int64_t)nt + B - 1) / B; /* per sequence */
+    int64_t chans = (C + want - 1) / want;
+    chans = chans < DECODE_BLOCK ? DECODE_BLOCK : (chans + 63) / 64 * 64;
+    const int64_t blocks = (C + chans - 1) / chans, items = B * blocks;
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < C * K; i++) /* transposed to [k][c] */
-            wf[i % K * C + i / K] = dwconv_load(d->weight_dtype, w, i);
-#pragma omp for schedule(static)
-        for (int64_t c = 0; c < C; c++) bf[c] = bias ? dwconv_load(d->weight_dtype, bias, c) : 0.0f;
+        for (int64_t c = 0; c < C; c++) { /* weights transposed to [k][c], no division */
+            for (int64_t k = 0; k < K; k++) wf[k * C + c] = dwconv_load(d->weight_dtype, w, c * K + k);
+            bf[c] = bias ? dwconv_load(d->weight_dtype, bias, c) : 0.0f;
+        }
         float *scratch = (float *)(block + weights + per_thread * (size_t)dwconv_cpu_thread_index());
 #pragma omp for schedule(static)
         for (int64_t item = 0; item < items; item++) {
-            const int64_t b = item / blocks, c0 = item % blocks * DECODE_BLOCK;
+            const int64_t b = item / blocks, c0 = item % blocks * chans;
             const int64_t s = slot ? slot[b] : b;
             if (s < 0) continue; /* a padding entry */
             const dwconv_cpu_decode job = {
@@ -182,7 +190,7 @@ static dwconv_status decode(const dwconv_cpu_kernels *kernels, const dwconv_prob
                 .state = pool ? pool + (size_t)(s * C * P) * elem : NULL,
                 .seen = seen ? seen[b] : -1,
             };
-            kernels->decode(&job, c0, c0 + DECODE_BLOCK < C ? c0 + DECODE_BLOCK : C, scratch);
+            kernels->decode(&job, c0, c0 + chans < C ? c0 + chans : C, scratch);
         }
     }
     free(block);

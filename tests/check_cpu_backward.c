@@ -21,6 +21,7 @@
 #include "core_check.h"
 #include "cpu_cases.h"
 #include "dwconv.h"
+#include "fast.h"
 #include "internal.h"
 #include "test_util.h"
 
@@ -176,6 +177,23 @@ START_TEST(huge_span) {
 }
 END_TEST
 
+/* An f32 dx larger than the last-level cache is summed where it lies and stored around
+ * the caches from each row's first 64-byte boundary: with the cache taken as 1 MiB,
+ * dx of a few MiB takes that path on any machine (rows at odd alignments, silu). */
+START_TEST(streamed_dx) {
+    dwconv_cpu_set_cache_bytes(1l << 20);
+    dwconv_desc d = shape(2, 3, 100003, 3);
+    d.pad_left = d.pad_right = 1;
+    int paths = expect_backward(&d, everything, 400);
+    ck_assert_msg(paths & DWCONV_CPU_PATH_STREAMED_DX, "dx was not streamed");
+    d.length = 100017, d.kernel_size = 5, d.pad_left = 4, d.pad_right = 0;
+    d.activation = DWCONV_ACT_SILU;
+    paths = expect_backward(&d, everything, 401);
+    ck_assert_msg(paths & DWCONV_CPU_PATH_STREAMED_DX, "dx was not streamed");
+    dwconv_cpu_set_cache_bytes(0);
+}
+END_TEST
+
 /* Rows of fewer outputs than a chunk, a vector or the kernel. */
 START_TEST(short_rows) {
     for (int64_t L = 1; L <= 9; L++)
@@ -284,6 +302,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, padding_modes_and_steps);
     tcase_add_test(tc, kernel_sizes);
     tcase_add_test(tc, huge_span);
+    tcase_add_test(tc, streamed_dx);
     tcase_add_test(tc, short_rows);
     tcase_add_test(tc, causal_backward);
     tcase_add_test(tc, public_route);

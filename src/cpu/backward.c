@@ -510,7 +510,8 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
     dwconv_cpu_set_last_paths((j.staged ? DWCONV_CPU_PATH_STAGED_ROWS : 0) |
                               (j.staged && j.want_dx && j.s == 1 && j.Bi - j.A >= kernels->lanes
                                    ? DWCONV_CPU_PATH_VECTOR_DX : 0) |
-                              (j.direct ? DWCONV_CPU_PATH_DIRECT_X : 0));
+                              (j.direct ? DWCONV_CPU_PATH_DIRECT_X : 0) |
+                              (j.dx_nt ? DWCONV_CPU_PATH_STREAMED_DX : 0));
 
     const int64_t CK = j.C * j.K;
     const int64_t groups = ceil_div(rows, ROW_GROUP);

@@ -23,8 +23,11 @@ static long last_level_cache(void) {
     return size > 0 ? size : 0;
 }
 
+static _Atomic long cache_bytes; /* the last-level cache, asked once; 0 until then */
+
+void dwconv_cpu_set_cache_bytes(long bytes) { cache_bytes = bytes; }
+
 int dwconv_cpu_streams(size_t output_bytes) {
-    static _Atomic long cache_bytes; /* asked once; 0 until then */
     long cache = cache_bytes;
     if (!cache) {
         cache = last_level_cache();

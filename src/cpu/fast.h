@@ -50,6 +50,9 @@ static inline size_t dwconv_size_mul(size_t a, size_t b) {
  * (non-temporal stores): when it is larger than the last-level cache, keeping it
  * there only costs the extra read of each line before it is written. */
 int dwconv_cpu_streams(size_t output_bytes);
+/* For the tests: take the last-level cache to hold `bytes` (0: ask the machine again),
+ * so that outputs of a few MiB reach the streamed paths on any machine. */
+void dwconv_cpu_set_cache_bytes(long bytes);
 
 /* Each layout's forward pass on nt threads: ncl for x and y with adjacent positions,
  * nlc for adjacent channels (any other strides). Both allocate all their scratch

@@ -161,6 +161,7 @@ enum {
     DWCONV_CPU_PATH_FORWARD_KERNELS = 4, /* causal forward: y by the forward's fast path */
     DWCONV_CPU_PATH_DECODE_KERNEL = 8, /* decode: the decode kernel */
     DWCONV_CPU_PATH_DIRECT_X = 16,     /* backward: x read where it lies between the edges */
+    DWCONV_CPU_PATH_STREAMED_DX = 32,  /* backward: dx summed in place, stored around the caches */
 };
 int dwconv_cpu_last_paths(void);
 void dwconv_cpu_set_last_paths(int paths);

@@ -2,12 +2,11 @@
  * The channel-first backward's common case: stride 1, dilation 1, K <= 8 known at
  * compile time (the reference problem, causal and "same" convolutions). The same tile,
  * shared layout, phases and bits as gpu_kernel_bwd_ncl_tile.cuh, in fewer instructions
- * per output: the tile kernel is issue-bound (ncu on the reference problem, 2026-12-02,
- * a version with its loads batched as here: SM issue 76% busy, DRAM 19%) on its
- * run-time tap loops, 64-bit index arithmetic and the stride/dilation stepping of
- * every dx tap. Here the taps unroll, indices are 32-bit slots of the tile, x and
- * dy are staged in one pass (GPU_BWD_STAGE_BATCH vectors of each per thread at
- * once), and:
+ * per output: the tile kernel is bound by instruction issue (bench/RESULTS-gpu.md,
+ * run F) on its run-time tap loops, 64-bit index arithmetic and the stride/dilation
+ * stepping of every dx tap. Here the taps unroll, indices are 32-bit slots of the
+ * tile, x and dy are staged in one pass (GPU_BWD_STAGE_BATCH vectors of each per
+ * thread at once), and:
  *   2. g: one output per thread in turn, its K window values at constant offsets;
  *   3a. one chain thread per chunk runs the K weight chains and the bias sum together,
  *       the window sliding through registers (one new shared load per output);
@@ -23,7 +22,7 @@
 
 #define GPU_BWD_LEAN_MAX_K 8
 #define GPU_BWD_STAGE_BATCH 2 /* 16-byte loads of each span a thread has in flight while staging */
-/* 64 registers: 4 blocks of 256 threads per SM by registers (7 by shared memory). */
+/* At most 64 registers: 4 blocks of 256 threads per SM. */
 #define GPU_BWD_LEAN_MIN_BLOCKS 4
 
 /* Elements [lo, hi) of a row (raw pointer at position 0, positions adjacent), bound

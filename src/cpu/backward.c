@@ -31,8 +31,8 @@
 #include "fast.h"
 #include "reference.h"
 
-enum { SLACK = 256 };
-enum { ROW_GROUP = 8 }; /* rows a work item: one after another, the next one prefetched */ /* floats past every buffer: vector over-reads stay inside */
+enum { SLACK = 256 };    /* floats past every buffer: vector over-reads stay inside */
+enum { ROW_GROUP = 8 }; /* rows a work item: one after another, the next one prefetched */
 
 typedef struct grad_job {
     const dwconv_cpu_kernels *kernels;
@@ -375,17 +375,13 @@ static void store_input_gradient(const grad_job *j, float *acc, int64_t b, int64
     for (int64_t s = 0; dstate_in && s < S; s++) dwconv_store(d->dtype, dstate_in, row * S + s, acc[s]);
 }
 
-/* Row (b, c) of dx when the input gradient may be summed where it lies: f32 dx with
- * adjacent positions, no state (store_input_gradient would only copy acc there); when
- * dx is streamed, its interior goes around the caches from the row's first 64-byte
- * boundary on (the inputs before it by the scalar chain). dx overlaps no input (the
- * core checks), so writing it early is safe; each element is still written once,
- * with the same chain. NULL otherwise. */
+/* Row (b, c) of dx when the input gradient is summed where it lies (j->dx_direct:
+ * store_input_gradient would only copy acc there), else NULL. dx overlaps no input
+ * (the core checks), so writing it early is safe; each element is still written once,
+ * by the same chain. */
 static float *direct_dx(const grad_job *j, int64_t b, int64_t c) {
-    const dwconv_problem *p = j->p;
-    const dwconv_operand *dx = &p->operand[DWCONV_ROLE_DX];
-    if (!j->dx_direct) return NULL;
-    return (float *)dx->data + dwconv_ref_at(dx, b, c, 0);
+    const dwconv_operand *dx = &j->p->operand[DWCONV_ROLE_DX];
+    return j->dx_direct ? (float *)dx->data + dwconv_ref_at(dx, b, c, 0) : NULL;
 }
 
 static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int64_t c,

@@ -34,6 +34,7 @@ namespace {
 
 const size_t guard = GPU_CASE_GUARD;
 int fused[GPU_FAMILY_COUNT]; /* forwards whose family took the states itself */
+int windowed;                /* decodes that ran the window body (K 2..4, dilation 1) */
 
 /* Inputs have no guard bytes (0), outputs and states `guard` poisoned ones each side. */
 using buffer = gpu_emulate_buffer;
@@ -69,6 +70,7 @@ int run_steps(const dwconv_problem *p, dwconv_index_violation *violation, int fo
                                                s.launch.smem, s.conv)
                                  : -1;
         } else {
+            if (strcmp(name, "causal update (window)") == 0) windowed++;
             const gpu_causal_kernel_fn kernel = s.kernel;
             const gpu_causal_args args = s.args;
             rc = gpu_emulate_launch([kernel, args] { kernel(args); }, s.grid, s.threads, s.smem);
@@ -216,8 +218,9 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     set_limits(i);
     dwconv_index_violation record = {0, 0, 0, 0};
     /* one case in three through the generic family: the states then take the outputs
-     * and final states kernels */
-    const int forced = i % 3 == 2 ? GPU_FAMILY_GENERIC : GPU_FAMILY_AUTO;
+     * and final states kernels; one in six through slide where it applies (the other
+     * family that takes states), so that it runs often whatever the draws */
+    const int forced = i % 3 == 2 ? GPU_FAMILY_GENERIC : i % 3 == 1 ? GPU_FAMILY_SLIDE : GPU_FAMILY_AUTO;
     int rc = run_steps(&p, &record, forced, why, why_size);
     if (rc == 0) rc = check_record(&record, ref ? expected : NULL, why, why_size);
     if (rc == 0) rc = same(y, y_ref, "y", why, why_size);
@@ -236,10 +239,12 @@ enum { SLOT_GOOD, SLOT_OUTSIDE, SLOT_TWICE, SEQLEN_NEGATIVE };
 
 int check_update(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     const bool wide = i % 11 == 5; /* past the in-block check: the check kernel */
-    const int64_t B = wide ? test_rng_range(rng, GPU_UPDATE_BLOCK_CHECK + 1, 200)
-                           : test_rng_range(rng, 1, 6);
+    const bool full = i % 11 == 8;  /* the in-block check with few threads per sequence */
+    const int64_t B = wide   ? test_rng_range(rng, GPU_UPDATE_BLOCK_CHECK + 1, 200)
+                      : full ? test_rng_range(rng, 40, GPU_UPDATE_BLOCK_CHECK)
+                             : test_rng_range(rng, 1, 6);
     const int64_t T = test_rng_range(rng, 1, i % 4 == 0 ? 6 : 2);
-    dwconv_desc d = random_causal_desc(rng, B, test_rng_range(rng, 1, wide ? 3 : i % 3 ? 9 : 300), T);
+    dwconv_desc d = random_causal_desc(rng, B, test_rng_range(rng, 1, wide || full ? 3 : i % 3 ? 9 : 300), T);
     const int64_t K = d.kernel_size, C = d.channels, span = d.dilation * (K - 1);
     const int64_t P = span + (test_rng_range(rng, 0, 1) ? 0 : test_rng_range(rng, 1, 3));
     const bool pooled = bad == SLOT_OUTSIDE || bad == SLOT_TWICE || test_rng_range(rng, 0, 1);
@@ -320,28 +325,36 @@ int main(void) {
     return 77;
 #endif
     const int cases = gpu_test_quick() ? 60 : 360;
-    test_rng rng = test_rng_seed(20261213);
+    /* one stream per operation: a change to the decode's draws leaves the forward's */
+    test_rng rng = test_rng_seed(20261213), decode_rng = test_rng_seed(20261202);
     char why[2048];
     int failures = 0, runs = 0;
     for (int i = 0; i < cases; i++, runs += 2) {
         if (check_forward(&rng, i, CU_GOOD, why, sizeof why)) fprintf(stderr, "FAIL %s\n", why), failures++;
-        if (check_update(&rng, i, SLOT_GOOD, why, sizeof why)) fprintf(stderr, "FAIL %s\n", why), failures++;
+        if (check_update(&decode_rng, i, SLOT_GOOD, why, sizeof why)) fprintf(stderr, "FAIL %s\n", why), failures++;
     }
     for (int i = 0; i < cases / 4; i++, runs += 2) {
         if (check_forward(&rng, i, CU_BAD_START + i % 3, why, sizeof why))
             fprintf(stderr, "FAIL %s\n", why), failures++;
-        if (check_update(&rng, i, SLOT_OUTSIDE + i % 3, why, sizeof why))
+        if (check_update(&decode_rng, i, SLOT_OUTSIDE + i % 3, why, sizeof why))
             fprintf(stderr, "FAIL %s\n", why), failures++;
     }
-    /* the families that take states must have done so */
+    /* the families that take states and the decode's window must have run (the quick
+     * suite draws a sixth of the cases) */
+    const int least = gpu_test_quick() ? 2 : 10;
     for (int f : {GPU_FAMILY_LEAN, GPU_FAMILY_SLIDE})
-        if (fused[f] < 10) {
+        if (fused[f] < least) {
             fprintf(stderr, "FAIL the %s family took the states in only %d forwards\n",
                     gpu_family(f)->name, fused[f]);
             failures++;
         }
+    if (windowed < least) {
+        fprintf(stderr, "FAIL the decode's window body ran in only %d decodes\n", windowed);
+        failures++;
+    }
     printf("%d of %d emulated causal runs match the oracle bit for bit (outputs, states, "
-           "guards, violation records); states taken by lean %d, slide %d times\n",
-           runs - failures, runs, fused[GPU_FAMILY_LEAN], fused[GPU_FAMILY_SLIDE]);
+           "guards, violation records); states taken by lean %d, slide %d times; %d decodes "
+           "by the window body\n",
+           runs - failures, runs, fused[GPU_FAMILY_LEAN], fused[GPU_FAMILY_SLIDE], windowed);
     return failures ? 1 : 0;
 }

@@ -222,7 +222,9 @@ static void gpu_causal_plan_update(const dwconv_problem *p, dwconv_index_violati
     }
     a.check_in_block = in_block;
     gpu_causal_step *s = gpu_causal_add(plan, GPU_STEP_KERNEL, &a);
-    s->kernel = GPU_CAUSAL_TYPED(a, dwconv_causal_update_kernel), s->name = "causal update";
+    const int window = gpu_update_window_taps(a.kernel_size, a.dilation);
+    s->kernel = GPU_CAUSAL_TYPED(a, gpu_update_instance)(window);
+    s->name = window ? "causal update (window)" : "causal update";
     gpu_causal_rows_grid(s, GPU_UPDATE_THREADS, a.channels, a.batch);
     s->smem = in_block ? gpu_causal_block_check_smem(a.batch) : 0;
 }

@@ -10,8 +10,8 @@
  *     or a pair of slots) and sets a verdict in device memory that the kernels after
  *     it read first (cleared by the module before it);
  *   - a small decode (B <= the block's threads) checks inside every block: each
- *     thread takes one entry, the slots are staged in shared memory and each thread
- *     compares its own with those after it, so one launch suffices.
+ *     thread takes one entry, the slots are staged in shared memory and the threads
+ *     share the comparisons of every pair, so one launch suffices.
  */
 #ifndef DWCONV_GPU_KERNEL_CAUSAL_CHECK_CUH
 #define DWCONV_GPU_KERNEL_CAUSAL_CHECK_CUH
@@ -100,8 +100,15 @@ static __device__ bool gpu_causal_block_bad(const gpu_causal_args &a) {
         if (a.state_indices) slots[b] = a.state_indices[b];
     }
     __syncthreads();
-    if (b < B && a.state_indices && slots[b] >= 0)
-        for (int64_t e = b + 1; e < B; e++) bad |= slots[e] == slots[b];
+    /* every pair once, spread evenly: a pair of places d apart around the circle of B
+     * (d <= B / 2 one way or the other) is taken by the first of them; the block's
+     * lanes = threads / B threads per place split the distances */
+    const int n = (int)B, lanes = (int)blockDim.x / n, t = (int)threadIdx.x;
+    if (a.state_indices && t < lanes * n && slots[t % n] >= 0)
+        for (int i = t % n, d = 1 + t / n; d <= n / 2; d += lanes) {
+            const int e = i + d < n ? i + d : i + d - n;
+            bad |= slots[e] == slots[i];
+        }
     if (bad) *flag = 1;
     __syncthreads();
     return *flag != 0;

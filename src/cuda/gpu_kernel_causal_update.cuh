@@ -9,6 +9,11 @@
  *
  * The arithmetic is the reference's (src/reference/causal.c): acc from the bias, one
  * fmaf per tap in k order, the activation, one rounding; the state is moved raw.
+ *
+ * Two bodies share that prologue: the window (KT > 0: K = KT <= GPU_UPDATE_WINDOW_MAX,
+ * dilation 1, serving's case) holds the K - 1 inputs before the current token in
+ * registers, so each state element is read once and each token once; the general
+ * body (KT = 0: any K, dilation, state length) reads every tap's input where it lies.
  */
 #ifndef DWCONV_GPU_KERNEL_CAUSAL_UPDATE_CUH
 #define DWCONV_GPU_KERNEL_CAUSAL_UPDATE_CUH
@@ -16,9 +21,101 @@
 #include "gpu_kernel_causal_check.cuh"
 
 #define GPU_UPDATE_THREADS 128
-#define GPU_UPDATE_TAPS 8 /* weights a thread keeps in registers */
+#define GPU_UPDATE_TAPS 8       /* general body: weights a thread keeps in registers */
+#define GPU_UPDATE_WINDOW_MAX 4 /* the window's largest K (Mamba's 4, and 2, 3) */
 
+/* Which body a decode of K taps at dilation D takes: KT = K for the window, else 0. */
+GPU_HD int gpu_update_window_taps(int64_t K, int64_t D) {
+    return D == 1 && K >= 2 && K <= GPU_UPDATE_WINDOW_MAX ? (int)K : 0;
+}
+
+/* Where a decode thread's inputs lie: its tokens (x, stride xs) and its state row of P
+ * elements, in shift-register form (input q < 0 at P + q) or circular (input 0 of the
+ * new tokens at head). Input q counts from the first new token. */
+template <typename xraw>
+struct gpu_update_row {
+    const xraw *x;
+    int64_t xs;
+    xraw *state;
+    int64_t P, head;
+    bool circular;
+    __device__ __forceinline__ int64_t place(int64_t q) const { /* -P <= q < 0 */
+        if (!circular) return P + q;
+        return head + q < 0 ? head + q + P : head + q;
+    }
+    __device__ __forceinline__ xraw input(int64_t q) const { return q >= 0 ? x[q * xs] : state[place(q)]; }
+};
+
+/* The general body: any K, dilation and state length. The first GPU_UPDATE_TAPS
+ * weights in registers (the taps stay in k order). */
 template <int XT, int WT>
+static __device__ __forceinline__ void gpu_update_general(const gpu_causal_args &a,
+                                                          const gpu_update_row<typename gpu_elem<XT>::raw> &r,
+                                                          const typename gpu_elem<WT>::raw *wc, float b0,
+                                                          typename gpu_elem<XT>::raw *yr) {
+    const int64_t K = a.kernel_size, T = a.length, D = a.dilation, span = a.span, P = r.P;
+    float wk[GPU_UPDATE_TAPS];
+#pragma unroll
+    for (int k = 0; k < GPU_UPDATE_TAPS; k++) wk[k] = k < K ? gpu_elem<WT>::widen(wc[k]) : 0.0f;
+    for (int64_t t = 0; t < T; t++) {
+        float acc = b0;
+#pragma unroll
+        for (int k = 0; k < GPU_UPDATE_TAPS; k++) {
+            if (k >= K) break;
+            acc = DWCONV_FMAF(gpu_elem<XT>::widen(r.input(t - span + k * D)), wk[k], acc);
+        }
+        for (int64_t k = GPU_UPDATE_TAPS; k < K; k++)
+            acc = DWCONV_FMAF(gpu_elem<XT>::widen(r.input(t - span + k * D)), gpu_elem<WT>::widen(wc[k]), acc);
+        gpu_activate_all<1>(a.activation, &acc);
+        yr[t * a.y_stride[2]] = gpu_elem<XT>::narrow(acc);
+    }
+    if (!r.circular) { /* shift the tokens in: input i + T moves to i, in increasing
+                          i, so every read precedes its write */
+        for (int64_t i = 0; i < P; i++) r.state[i] = r.input(i + T - P);
+    } else if (P > 0) { /* each token at its place; a later token wins a place */
+        for (int64_t t = 0, at = r.head; t < T; t++, at = at + 1 == P ? 0 : at + 1) r.state[at] = r.x[t * r.xs];
+    }
+}
+
+/* The window: K = KT taps at dilation 1. The KT - 1 inputs before the current token
+ * live in registers (read from the state once), each token is read once. */
+template <int XT, int WT, int KT>
+static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &a,
+                                                         const gpu_update_row<typename gpu_elem<XT>::raw> &r,
+                                                         const typename gpu_elem<WT>::raw *wc, float b0,
+                                                         typename gpu_elem<XT>::raw *yr) {
+    typedef typename gpu_elem<XT>::raw xraw;
+    constexpr int H = KT - 1; /* inputs before the current token, >= 1 */
+    const int64_t T = a.length, P = r.P;
+    float wk[KT];
+    xraw hist[H];
+#pragma unroll
+    for (int k = 0; k < KT; k++) wk[k] = gpu_elem<WT>::widen(wc[k]);
+#pragma unroll
+    for (int i = 0; i < H; i++) hist[i] = r.state[r.place(i - H)]; /* P >= H: validated */
+    for (int64_t t = 0; t < T; t++) {
+        const xraw in = r.x[t * r.xs];
+        float acc = b0;
+#pragma unroll
+        for (int k = 0; k < H; k++) acc = DWCONV_FMAF(gpu_elem<XT>::widen(hist[k]), wk[k], acc);
+        acc = DWCONV_FMAF(gpu_elem<XT>::widen(in), wk[H], acc);
+        gpu_activate_all<1>(a.activation, &acc);
+        yr[t * a.y_stride[2]] = gpu_elem<XT>::narrow(acc);
+#pragma unroll
+        for (int i = 0; i + 1 < H; i++) hist[i] = hist[i + 1];
+        hist[H - 1] = in;
+    }
+    if (!r.circular && P == H) { /* the window now holds inputs T - H .. T - 1: the state */
+#pragma unroll
+        for (int i = 0; i < H; i++) r.state[i] = hist[i];
+    } else if (!r.circular) { /* a longer state: as the general body, reads before writes */
+        for (int64_t i = 0; i < P; i++) r.state[i] = r.input(i + T - P);
+    } else {
+        for (int64_t t = 0, at = r.head; t < T; t++, at = at + 1 == P ? 0 : at + 1) r.state[at] = r.x[t * r.xs];
+    }
+}
+
+template <int XT, int WT, int KT>
 __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kernel(gpu_causal_args a) {
     typedef typename gpu_elem<XT>::raw xraw;
     typedef typename gpu_elem<WT>::raw wraw;
@@ -26,8 +123,7 @@ __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kerne
         gpu_causal_refuse(a);
         return;
     }
-    const int64_t C = a.channels, K = a.kernel_size, T = a.length, P = a.state_length;
-    const int64_t D = a.dilation, span = a.span;
+    const int64_t C = a.channels, K = a.kernel_size, P = a.state_length;
     const xraw *x = (const xraw *)a.x;
     xraw *y = (xraw *)a.y;
     const wraw *w = (const wraw *)a.weight;
@@ -36,52 +132,37 @@ __global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kerne
     for (int64_t b = blockIdx.y; b < a.batch; b += gridDim.y) {
         const int64_t slot = staged ? staged[b] : a.state_indices ? a.state_indices[b] : b;
         if (slot < 0) continue; /* a padding entry: nothing of it changes */
+        gpu_update_row<xraw> r;
+        r.xs = a.x_stride[2], r.P = P, r.circular = a.cache_seqlens != NULL;
         /* circular: where input 0 of the new tokens goes (one division per sequence,
          * 32-bit where P allows: cache_seqlens is a non-negative int32); the taps'
          * places are then at most one wrap away */
-        int64_t head = 0;
-        if (a.cache_seqlens && P > 0)
-            head = P <= UINT32_MAX ? (int64_t)((uint32_t)a.cache_seqlens[b] % (uint32_t)P)
-                                   : (int64_t)a.cache_seqlens[b] % P;
+        r.head = 0;
+        if (r.circular && P > 0)
+            r.head = P <= UINT32_MAX ? (int64_t)((uint32_t)a.cache_seqlens[b] % (uint32_t)P)
+                                     : (int64_t)a.cache_seqlens[b] % P;
         for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C;
              c += (int64_t)gridDim.x * blockDim.x) {
-            xraw *state = (xraw *)a.state_out + (slot * C + c) * P; /* unused when P = 0 */
-            const xraw *xr = x + b * a.x_stride[0] + c * a.x_stride[1];
+            r.state = (xraw *)a.state_out + (slot * C + c) * P; /* unused when P = 0 */
+            r.x = x + b * a.x_stride[0] + c * a.x_stride[1];
+            xraw *yr = y + b * a.y_stride[0] + c * a.y_stride[1];
             const float b0 = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
-            /* the first GPU_UPDATE_TAPS weights in registers (the taps stay in k order) */
-            float wk[GPU_UPDATE_TAPS];
-#pragma unroll
-            for (int k = 0; k < GPU_UPDATE_TAPS; k++) wk[k] = k < K ? gpu_elem<WT>::widen(w[c * K + k]) : 0.0f;
-            /* input q of the sequence, counted from the first new token: a token, or
-             * the state's input P + q (-P <= q < 0) */
-#define GPU_UPDATE_INPUT(q)                                                               \
-    ((q) >= 0 ? xr[(q) * a.x_stride[2]]                                                 \
-     : a.cache_seqlens ? state[head + (q) < 0 ? head + (q) + P : head + (q)] : state[P + (q)])
-            for (int64_t t = 0; t < T; t++) {
-                float acc = b0;
-#pragma unroll
-                for (int k = 0; k < GPU_UPDATE_TAPS; k++) {
-                    if (k >= K) break;
-                    const int64_t q = t - span + k * D;
-                    acc = DWCONV_FMAF(gpu_elem<XT>::widen(GPU_UPDATE_INPUT(q)), wk[k], acc);
-                }
-                for (int64_t k = GPU_UPDATE_TAPS; k < K; k++) {
-                    const int64_t q = t - span + k * D;
-                    acc = DWCONV_FMAF(gpu_elem<XT>::widen(GPU_UPDATE_INPUT(q)),
-                                      gpu_elem<WT>::widen(w[c * K + k]), acc);
-                }
-                gpu_activate_all<1>(a.activation, &acc);
-                y[b * a.y_stride[0] + c * a.y_stride[1] + t * a.y_stride[2]] = gpu_elem<XT>::narrow(acc);
-            }
-            if (!a.cache_seqlens) { /* shift the tokens in: input i + T moves to i, in
-                                       increasing i, so every read precedes its write */
-                for (int64_t i = 0; i < P; i++) state[i] = GPU_UPDATE_INPUT(i + T - P);
-            } else if (P > 0) { /* each token at its place; a later token wins a place */
-                for (int64_t t = 0, at = head; t < T; t++, at = at + 1 == P ? 0 : at + 1)
-                    state[at] = xr[t * a.x_stride[2]];
-            }
-#undef GPU_UPDATE_INPUT
+            if constexpr (KT > 0) gpu_update_window<XT, WT, KT>(a, r, w + c * K, b0, yr);
+            else gpu_update_general<XT, WT>(a, r, w + c * K, b0, yr);
         }
+    }
+}
+
+/* The decode's instance for the dtypes and the window's K (gpu_update_window_taps; 0:
+ * the general body, which is right for every K and dilation). */
+template <int XT, int WT>
+static gpu_causal_kernel_fn gpu_update_instance(int KT) {
+    static_assert(GPU_UPDATE_WINDOW_MAX == 4, "one window instance per K in 2..GPU_UPDATE_WINDOW_MAX");
+    switch (KT) {
+    case 2: return dwconv_causal_update_kernel<XT, WT, 2>;
+    case 3: return dwconv_causal_update_kernel<XT, WT, 3>;
+    case 4: return dwconv_causal_update_kernel<XT, WT, 4>;
+    default: return dwconv_causal_update_kernel<XT, WT, 0>;
     }
 }
 

@@ -8,7 +8,8 @@
  *   prefill     B4 C5120 L4096 K4 bf16 NCL and NLC: one plain causal call against 4
  *               chunks of 1024 carrying states in place
  *   varlen      64 sequences of random lengths 1..4096, C2048 K4 bf16 NLC, states in
- *               place, against a device copy of x's bytes (read + write)
+ *               place, against a device copy of x's bytes (read + write) and against
+ *               one plain causal row of the same positions
  * Build in a dwconv build tree (the device tool's remote does):
  *   cc -O2 -Iinclude -Itests bench/gpu/causal_bench.c tests/gpu_graph.c \
  *      src/.libs/libdwconv.so -ldl -o /tmp/causal_bench
@@ -194,6 +195,13 @@ static void varlen_call(void *p) {
                                      a->state, a->y));
 }
 
+/* The same positions as one plain causal row (no sequences, no states): what the
+ * forward family alone costs on this shape. */
+static void varlen_plain_call(void *p) {
+    varlen_args *a = p;
+    TRY(dwconv_causal_forward(ctx, &a->d, a->x, a->w, a->b, NULL, NULL, a->y));
+}
+
 static void copy_call(void *p) {
     varlen_args *a = p;
     TRY(dwconv_copy_on_backend(ctx, a->y, a->x, a->bytes));
@@ -219,8 +227,11 @@ static void varlen(void) {
     TRY(dwconv_malloc(ctx, (void **)&a.cu, sizeof cu));
     TRY(dwconv_copy_to_backend(ctx, a.cu, cu, sizeof cu));
     const double conv = timed(varlen_call, &a, 50), copy = timed(copy_call, &a, 50);
+    const double plain = timed(varlen_plain_call, &a, 50);
     printf("varlen 64 sequences (L %lld) C2048 K4 bf16 NLC, states in place: %.2f us; copy "
-           "%.2f us; copy / conv %.3f\n", (long long)L, conv * 1e3, copy * 1e3, copy / conv);
+           "%.2f us; copy / conv %.3f; one plain row of the same positions %.2f us (copy / "
+           "plain %.3f)\n", (long long)L, conv * 1e3, copy * 1e3, copy / conv, plain * 1e3,
+           copy / plain);
     dwconv_free(ctx, a.x), dwconv_free(ctx, a.y), dwconv_free(ctx, a.w), dwconv_free(ctx, a.b);
     dwconv_free(ctx, a.state), dwconv_free(ctx, a.cu);
 }

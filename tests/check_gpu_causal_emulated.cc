@@ -218,7 +218,7 @@ int check_forward(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     set_limits(i);
     dwconv_index_violation record = {0, 0, 0, 0};
     /* one case in three through the generic family: the states then take the outputs
-     * and final states kernels; one in six through slide where it applies (the other
+     * and final states kernels; one in three through slide where it applies (the other
      * family that takes states), so that it runs often whatever the draws */
     const int forced = i % 3 == 2 ? GPU_FAMILY_GENERIC : i % 3 == 1 ? GPU_FAMILY_SLIDE : GPU_FAMILY_AUTO;
     int rc = run_steps(&p, &record, forced, why, why_size);

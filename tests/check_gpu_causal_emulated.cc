@@ -70,7 +70,7 @@ int run_steps(const dwconv_problem *p, dwconv_index_violation *violation, int fo
                                                s.launch.smem, s.conv)
                                  : -1;
         } else {
-            if (strcmp(name, "causal update (window)") == 0) windowed++;
+            if (strcmp(name, GPU_UPDATE_WINDOW_NAME) == 0) windowed++;
             const gpu_causal_kernel_fn kernel = s.kernel;
             const gpu_causal_args args = s.args;
             rc = gpu_emulate_launch([kernel, args] { kernel(args); }, s.grid, s.threads, s.smem);

@@ -23,6 +23,7 @@
 #define GPU_UPDATE_THREADS 128
 #define GPU_UPDATE_TAPS 8       /* general body: weights a thread keeps in registers */
 #define GPU_UPDATE_WINDOW_MAX 4 /* the window's largest K (Mamba's 4, and 2, 3) */
+#define GPU_UPDATE_WINDOW_NAME "causal update (window)" /* its plan step, for the tests */
 
 /* Which body a decode of K taps at dilation D takes: KT = K for the window, else 0. */
 GPU_HD int gpu_update_window_taps(int64_t K, int64_t D) {
@@ -44,6 +45,16 @@ struct gpu_update_row {
         return head + q < 0 ? head + q + P : head + q;
     }
     __device__ __forceinline__ xraw input(int64_t q) const { return q >= 0 ? x[q * xs] : state[place(q)]; }
+    /* The state after the T new tokens. Shift register: input i + T moves to i, in
+     * increasing i, so every read precedes its write. Circular: each token at its
+     * place; a later token wins a place. */
+    __device__ __forceinline__ void write_state(int64_t T) const {
+        if (!circular) {
+            for (int64_t i = 0; i < P; i++) state[i] = input(i + T - P);
+        } else if (P > 0) {
+            for (int64_t t = 0, at = head; t < T; t++, at = at + 1 == P ? 0 : at + 1) state[at] = x[t * xs];
+        }
+    }
 };
 
 /* The general body: any K, dilation and state length. The first GPU_UPDATE_TAPS
@@ -53,7 +64,7 @@ static __device__ __forceinline__ void gpu_update_general(const gpu_causal_args 
                                                           const gpu_update_row<typename gpu_elem<XT>::raw> &r,
                                                           const typename gpu_elem<WT>::raw *wc, float b0,
                                                           typename gpu_elem<XT>::raw *yr) {
-    const int64_t K = a.kernel_size, T = a.length, D = a.dilation, span = a.span, P = r.P;
+    const int64_t K = a.kernel_size, T = a.length, D = a.dilation, span = a.span;
     float wk[GPU_UPDATE_TAPS];
 #pragma unroll
     for (int k = 0; k < GPU_UPDATE_TAPS; k++) wk[k] = k < K ? gpu_elem<WT>::widen(wc[k]) : 0.0f;
@@ -69,12 +80,7 @@ static __device__ __forceinline__ void gpu_update_general(const gpu_causal_args 
         gpu_activate_all<1>(a.activation, &acc);
         yr[t * a.y_stride[2]] = gpu_elem<XT>::narrow(acc);
     }
-    if (!r.circular) { /* shift the tokens in: input i + T moves to i, in increasing
-                          i, so every read precedes its write */
-        for (int64_t i = 0; i < P; i++) r.state[i] = r.input(i + T - P);
-    } else if (P > 0) { /* each token at its place; a later token wins a place */
-        for (int64_t t = 0, at = r.head; t < T; t++, at = at + 1 == P ? 0 : at + 1) r.state[at] = r.x[t * r.xs];
-    }
+    r.write_state(T);
 }
 
 /* The window: K = KT taps at dilation 1, for GPU_UPDATE_WINDOW_CHANNELS channels a
@@ -136,10 +142,8 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
         if (!r.circular && P == H) { /* the window now holds inputs T - H .. T - 1: the state */
 #pragma unroll
             for (int i = 0; i < H; i++) r.state[i] = hist[j][i];
-        } else if (!r.circular) { /* a longer state: as the general body, reads before writes */
-            for (int64_t i = 0; i < P; i++) r.state[i] = r.input(i + T - P);
         } else {
-            for (int64_t t = 0, at = r.head; t < T; t++, at = at + 1 == P ? 0 : at + 1) r.state[at] = r.x[t * r.xs];
+            r.write_state(T);
         }
     }
 }

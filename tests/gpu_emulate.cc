@@ -18,6 +18,7 @@ gpu_emulate_buffer::gpu_emulate_buffer(size_t n, size_t offset, size_t guard_byt
 
 #ifndef GPU_EMULATE_AVAILABLE
 void __syncthreads() {}
+void __syncwarp() {}
 unsigned char *gpu_emulated_shared() { return NULL; }
 int gpu_emulate_launch(const std::function<void()> &, const int64_t *, int, size_t) {
     fprintf(stderr, "gpu_emulate: this platform has no ucontext.h\n");
@@ -37,7 +38,9 @@ void gpu_emulate_unguard(void *) {}
 
 namespace {
 
-enum thread_state { RUNNING, AT_BARRIER, FINISHED };
+enum thread_state { RUNNING, AT_BARRIER, AT_WARP_BARRIER, FINISHED };
+
+const int warp_threads = 32; /* GPU_WARP */
 
 const size_t stack_bytes = 256 * 1024;
 const unsigned char canary = 0xa5; /* beside the shared memory; its poison is 0xff */
@@ -120,12 +123,12 @@ void thread_entry(int tid) {
     emu.states[tid] = FINISHED;
 } /* returns to emu.scheduler through uc_link */
 
-/* Runs every thread of the current block to its next barrier or its end. */
+/* Runs every released thread of the current block to its next barrier or its end. */
 void run_phase(bool descending) {
     const int n = (int)blockDim.x;
     for (int i = 0; i < n; i++) {
         const int t = descending ? n - 1 - i : i;
-        if (emu.states[t] == FINISHED) continue;
+        if (emu.states[t] != RUNNING) continue;
         emu.states[t] = RUNNING;
         emu.current = t;
         threadIdx.x = (unsigned)t;
@@ -150,6 +153,49 @@ void __syncthreads() {
     swapcontext(&emu.contexts[t], &emu.scheduler);
 }
 
+void __syncwarp() {
+    const int t = emu.current;
+    emu.states[t] = AT_WARP_BARRIER;
+    swapcontext(&emu.contexts[t], &emu.scheduler);
+}
+
+/* After a phase (no thread running): releases every warp whose threads all wait at a
+ * warp barrier; then, if none was, the block if all its threads wait at a block
+ * barrier. 1: some released; 0: all finished; -1 (reported): a barrier that cannot be
+ * passed. */
+static int release_barriers(int n) {
+    bool released = false, waiting = false;
+    for (int w = 0; w < n; w += warp_threads) {
+        const int end = w + warp_threads < n ? w + warp_threads : n;
+        int at_warp = 0, others = 0;
+        for (int t = w; t < end; t++) {
+            at_warp += emu.states[t] == AT_WARP_BARRIER;
+            others += emu.states[t] != AT_WARP_BARRIER;
+        }
+        if (at_warp == 0) continue;
+        waiting = true;
+        if (others != 0) {
+            fprintf(stderr, "gpu_emulate: block (%u, %u, %u) warp %d: %d threads wait at a warp "
+                    "barrier that %d others of the warp do not reach\n", blockIdx.x, blockIdx.y,
+                    blockIdx.z, w / warp_threads, at_warp, others);
+            return -1;
+        }
+        for (int t = w; t < end; t++) emu.states[t] = RUNNING;
+        released = true;
+    }
+    if (released) return 1;
+    int at_block = 0, finished = 0;
+    for (int t = 0; t < n; t++) (emu.states[t] == FINISHED ? finished : at_block)++;
+    if (at_block == 0 && !waiting) return 0;
+    if (finished != 0) {
+        fprintf(stderr, "gpu_emulate: block (%u, %u, %u): %d threads wait at a barrier that "
+                "%d others never reach\n", blockIdx.x, blockIdx.y, blockIdx.z, at_block, finished);
+        return -1;
+    }
+    for (int t = 0; t < n; t++) emu.states[t] = RUNNING;
+    return 1;
+}
+
 unsigned char *gpu_emulated_shared() { return emu.shared; }
 
 /* Runs block blockIdx to its end; 0, or -1 on a barrier some threads skip or a write
@@ -167,14 +213,9 @@ static int run_block(int n) {
     emu.in_block = true;
     for (bool descending = false;; descending = !descending) {
         run_phase(descending);
-        int waiting = 0, finished = 0;
-        for (int t = 0; t < n; t++) (emu.states[t] == FINISHED ? finished : waiting)++;
-        if (waiting == 0) break;
-        if (finished != 0) {
-            fprintf(stderr, "gpu_emulate: block (%u, %u, %u): %d threads wait at a barrier that "
-                    "%d others never reach\n", blockIdx.x, blockIdx.y, blockIdx.z, waiting, finished);
-            return -1;
-        }
+        const int r = release_barriers(n);
+        if (r < 0) return -1;
+        if (r == 0) break;
     }
     emu.in_block = false;
     if (!canaries_intact(emu.arena.lo, emu.shared) ||

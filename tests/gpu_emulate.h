@@ -4,9 +4,12 @@
  * build machines).
  *
  * A block's threads are ucontext coroutines on one OS thread: each runs until it
- * reaches __syncthreads or returns, then the next. Between two barriers the threads
- * run in ascending order, then descending, then ascending... so a shared-memory read
- * that lacks a barrier sees stale data in one of the orders. Shared memory is
+ * reaches __syncthreads, __syncwarp or returns, then the next. Between two barriers the
+ * threads run in ascending order, then descending, then ascending... so a
+ * shared-memory read that lacks a barrier sees stale data in one of the orders. A warp
+ * barrier (__syncwarp: the 32 threads of threadIdx.x / 32, GPU_WARP) releases its warp
+ * once every thread of it waits there; a warp whose threads wait at different kinds of
+ * barrier, or with some of them finished, is reported. Shared memory is
  * poisoned (all bits set: NaN in every dtype) before each block. A barrier that some
  * threads skip is reported. Blocks (a 3D grid) run one after another.
  *
@@ -47,6 +50,7 @@ struct alignas(16) float4 {
 
 extern dim3 threadIdx, blockIdx, blockDim, gridDim;
 void __syncthreads();
+void __syncwarp();
 unsigned char *gpu_emulated_shared();
 #define DWCONV_GPU_SHARED_BASE gpu_emulated_shared
 

@@ -71,13 +71,21 @@ static __device__ __forceinline__ uint4 gpu_vec_pack(const typename gpu_elem<DT>
     return v;
 }
 
-/* A 16-byte vector of values rounded to DT. */
+/* in[0] and in[1] rounded to the 2-byte DT, packed (in[0] in the low half). */
+template <int DT> static __device__ __forceinline__ uint32_t gpu_pair_narrow(const float *in) {
+    return gpu_f32x2_narrow(DT == DWCONV_BF16, in[0], in[1]);
+}
+
+/* A 16-byte vector of values rounded to DT (2-byte elements a pair per conversion). */
 template <int DT>
 static __device__ __forceinline__ uint4 gpu_vec_narrow(const float *in) {
-    typename gpu_elem<DT>::raw e[gpu_vec_width<DT>::value];
+    uint32_t w[4];
 #pragma unroll
-    for (int i = 0; i < gpu_vec_width<DT>::value; i++) e[i] = gpu_elem<DT>::narrow(in[i]);
-    return gpu_vec_pack<DT>(e);
+    for (int i = 0; i < 4; i++)
+        w[i] = DT == DWCONV_F32 ? dwconv_f32_bits(in[i]) : gpu_pair_narrow<DT>(in + 2 * i);
+    uint4 v;
+    v.x = w[0], v.y = w[1], v.z = w[2], v.w = w[3];
+    return v;
 }
 
 /* silu's hot path (|x| <= 86): dwconv_silu_hot with yr from gpu_rcp_rn, no division.
@@ -87,16 +95,16 @@ static __device__ __forceinline__ float gpu_silu_hot(float x) {
     return dwconv_silu_hot(x, t, gpu_rcp_rn(1.0f + t));
 }
 
-/* The activation of n values: one branch for all of them, not one per value. silu is
- * dwconv_silu bit for bit (NaN payloads aside): every value takes the hot path, and
- * one test for the n values sends them to the cold path (|x| > 86 or NaN, rare) only
- * when one of them needs it. */
-template <int N>
-static __device__ __forceinline__ void gpu_activate_all(int activation, float *v) {
-    if (activation == DWCONV_ACT_RELU) {
+/* The activation ACT (fixed at compile time) of n values. silu is dwconv_silu bit for
+ * bit (NaN payloads aside): every value takes the hot path, and one test for the n
+ * values sends them to the cold path (|x| > 86 or NaN, rare) only when one of them
+ * needs it. */
+template <int ACT, int N>
+static __device__ __forceinline__ void gpu_activate_fixed(float *v) {
+    if (ACT == DWCONV_ACT_RELU) {
 #pragma unroll
         for (int i = 0; i < N; i++) v[i] = dwconv_relu(v[i]);
-    } else if (activation == DWCONV_ACT_SILU) {
+    } else if (ACT == DWCONV_ACT_SILU) {
         float hot[N];
         bool cold = false;
 #pragma unroll
@@ -112,6 +120,13 @@ static __device__ __forceinline__ void gpu_activate_all(int activation, float *v
 #pragma unroll
         for (int i = 0; i < N; i++) v[i] = hot[i];
     }
+}
+
+/* The activation of n values: one branch for all of them, not one per value. */
+template <int N>
+static __device__ __forceinline__ void gpu_activate_all(int activation, float *v) {
+    if (activation == DWCONV_ACT_RELU) gpu_activate_fixed<DWCONV_ACT_RELU, N>(v);
+    else if (activation == DWCONV_ACT_SILU) gpu_activate_fixed<DWCONV_ACT_SILU, N>(v);
 }
 
 /* One padded position of an x row: what the padding mode reads there, or +0 where it

@@ -57,6 +57,22 @@ static __device__ __forceinline__ uint16_t gpu_f32_to_bf16(float f) {
 #endif
 }
 
+/* Two floats rounded to bf16 (bf16 true) or f16 and packed (lo in the low half): one
+ * instruction for both on sm_80 and later (cvt.rn.{bf16,f16}x2.f32 rounds each half as
+ * the single conversion does; bench/gpu/conversions.cu checks the pairs too), the
+ * single conversions elsewhere. */
+static __device__ __forceinline__ uint32_t gpu_f32x2_narrow(bool bf16, float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint32_t h;
+    if (bf16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(hi), "f"(lo));
+    return h;
+#else
+    return bf16 ? (uint32_t)gpu_f32_to_bf16(lo) | ((uint32_t)gpu_f32_to_bf16(hi) << 16)
+                : (uint32_t)gpu_f32_to_f16(lo) | ((uint32_t)gpu_f32_to_f16(hi) << 16);
+#endif
+}
+
 /* RN(1/d), the correctly rounded reciprocal, for d and 1/d normal: silu's yr
  * (dwconv_silu_hot, d in [1, 2^125)). On NVIDIA GPUs the approximate reciprocal
  * (MUFU.RCP) and one Newton step with fma, e = 1 - d r (exact), y = r + r e: the fast
@@ -71,6 +87,23 @@ static __device__ __forceinline__ float gpu_rcp_rn(float d) {
     return __fmaf_rn(r, __fmaf_rn(-d, r, 1.0f), r);
 #else
     return 1.0f / d;
+#endif
+}
+
+/* The barrier of one logical warp (GPU_WARP lanes; gpu_families.h): its shared-memory
+ * writes before it are seen by its lanes' reads after it. Every lane of the warp
+ * reaches it alike. An AMD wavefront runs its lanes in lockstep, so there it only
+ * orders memory and keeps the compiler from moving accesses across it (for the whole
+ * wavefront: both logical warps of a 64-wide one). */
+static __device__ __forceinline__ void gpu_sync_warp(void) {
+#if defined(__HIP_DEVICE_COMPILE__)
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#elif defined(__HIPCC__)
+    /* hipcc's host pass: never called */
+#else
+    __syncwarp();
 #endif
 }
 

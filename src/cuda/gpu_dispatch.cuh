@@ -36,27 +36,31 @@ struct gpu_generic_kernels {
     }
 };
 
-/* lean's instances: one row per block, or (short rows, a->row_threads below the
- * block) several. */
-template <bool ROWS> struct gpu_lean_rows {
+/* lean's instances: tiles of a whole warp or (short rows, a->row_threads below it)
+ * several rows per warp; silu's apart from the other activations'. */
+template <bool ROWS, bool SILU> struct gpu_lean_kind {
     template <int XT, int WT, int K> static gpu_kernel_fn at() {
-        return dwconv_ncl_lean_kernel<XT, WT, K, 1, 1, ROWS>;
+        return dwconv_ncl_lean_kernel<XT, WT, K, 1, 1, ROWS, SILU>;
+    }
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
+        if (a->stride == 1 && a->dilation == 1)
+            return gpu_k_instance<gpu_lean_kind, XT, WT, GPU_LEAN_MAX_K>::get(a->kernel_size);
+#define GPU_LEAN_INSTANCE(k, s, d)                                       \
+    if (a->kernel_size == (k) && a->stride == (s) && a->dilation == (d)) \
+        return dwconv_ncl_lean_kernel<XT, WT, k, s, d, ROWS, SILU>;
+        GPU_LEAN_STEPPED(GPU_LEAN_INSTANCE)
+#undef GPU_LEAN_INSTANCE
+        return NULL;
     }
 };
 
 struct gpu_lean_kernels {
     template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
-        const bool rows = a->row_threads < GPU_LEAN_MIN_THREADS;
-        if (a->stride == 1 && a->dilation == 1)
-            return rows ? gpu_k_instance<gpu_lean_rows<true>, XT, WT, GPU_LEAN_MAX_K>::get(a->kernel_size)
-                        : gpu_k_instance<gpu_lean_rows<false>, XT, WT, GPU_LEAN_MAX_K>::get(a->kernel_size);
-#define GPU_LEAN_INSTANCE(k, s, d)                                                  \
-    if (a->kernel_size == (k) && a->stride == (s) && a->dilation == (d))            \
-        return rows ? dwconv_ncl_lean_kernel<XT, WT, k, s, d, true>                  \
-                    : dwconv_ncl_lean_kernel<XT, WT, k, s, d, false>;
-        GPU_LEAN_STEPPED(GPU_LEAN_INSTANCE)
-#undef GPU_LEAN_INSTANCE
-        return NULL;
+        const bool rows = a->row_threads < GPU_WARP, silu = a->activation == DWCONV_ACT_SILU;
+        return rows ? silu ? gpu_lean_kind<true, true>::instance<XT, WT>(a)
+                           : gpu_lean_kind<true, false>::instance<XT, WT>(a)
+               : silu ? gpu_lean_kind<false, true>::instance<XT, WT>(a)
+                      : gpu_lean_kind<false, false>::instance<XT, WT>(a);
     }
 };
 

@@ -41,16 +41,27 @@ GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_siz
 /* generic: one output per thread. */
 #define GPU_GENERIC_THREADS 256
 
-/* lean (gpu_kernel_ncl_lean.cuh): channel-first, small K, a tile of GPU_LEAN_VPT
- * output vectors per thread, x staged as whole vectors. */
-#define GPU_LEAN_MIN_THREADS 64 /* a multiple of every warp width */
-#define GPU_LEAN_MAX_THREADS 256
-#define GPU_LEAN_VPT 4 /* output vectors per thread */
-/* Short rows: blocks of GPU_LEAN_ROWS_BLOCK threads holding several rows, at least
- * GPU_LEAN_ROW_THREADS threads each (more than the halo of every instance: at most 4
- * vectors, K7 at dilation 2 in f32). */
-#define GPU_LEAN_ROWS_BLOCK 128
+/* The logical warp: the lanes that warp barriers join, 32 on every GPU we build for
+ * (a 64-wide AMD wavefront holds two). */
+#define GPU_WARP 32
+
+/* lean (gpu_kernel_ncl_lean.cuh): channel-first, small K, tiles of GPU_LEAN_VPT(S)
+ * output vectors per lane, a logical warp's lanes per tile (blocks of one warp), or
+ * for short rows 8 or 16 of them, x staged as whole vectors. */
+/* Output vectors per lane (S x vectors in flight for each): 4 at every stride (2 at
+ * stride 2 ran 5% slower, bench/RESULTS-gpu.md run H). */
+#define GPU_LEAN_VPT(S) 4
+/* The smallest tile's lanes: more than the halo of every instance (at most 4 vectors,
+ * K7 at dilation 2 in f32). */
 #define GPU_LEAN_ROW_THREADS 8
+/* Short rows' blocks (rows of at most 16 lanes' tiles): several warps. */
+#define GPU_LEAN_ROWS_BLOCK 128
+/* Consecutive tiles of a row one task takes at most (its row's setup once for them):
+ * 2, and 4 with silu, whose tiles cost more instructions than their loads wait for
+ * (bench/RESULTS-gpu.md run H: 1 lost 5-13% everywhere to the per-task setup; 4 lost
+ * 2-3% on the memory-bound cases, 2 lost 3-4% with silu). */
+#define GPU_LEAN_CHUNK 2
+#define GPU_LEAN_CHUNK_SILU 4
 #define GPU_LEAN_MAX_K 8
 /* Its instances besides stride 1, dilation 1 (any K up to GPU_LEAN_MAX_K): X(K,
  * stride, dilation); larger K at dilation 4 spill registers (ptxas -v). */
@@ -60,10 +71,10 @@ GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_siz
 GPU_HD int gpu_lean_reads(int width, int m, int64_t K, int64_t S, int64_t D) {
     return (int)((m + (width - 1) * S + (K - 1) * D) / width + 1);
 }
-/* x vectors a tile of `threads` threads stages (output vector j reads from x vector
+/* x vectors a tile of `threads` lanes stages (output vector j reads from x vector
  * j * S on); its shared memory is that many 16-byte vectors. */
 GPU_HD int64_t gpu_lean_staged(int threads, int width, int64_t K, int64_t S, int64_t D) {
-    return ((int64_t)threads * GPU_LEAN_VPT - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
+    return ((int64_t)threads * GPU_LEAN_VPT(S) - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
 }
 GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64_t D) {
     return gpu_lean_staged(threads, width, K, S, D) * GPU_VECTOR_BYTES;

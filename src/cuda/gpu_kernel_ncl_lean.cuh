@@ -6,30 +6,33 @@
  * 2-byte dtypes need (an SM must produce twice as many of their outputs per clock as
  * f32 ones).
  *
- * A block computes one tile of GPU_LEAN_VPT * blockDim.x output vectors of one (b, c)
- * row. Its threads load the tile's x vectors (16-byte aligned in x; S per output
- * vector plus a halo of a few) straight from global memory, all in flight at once,
- * and store each whole into shared memory: one store per vector, no element staging.
- * After one barrier each thread reads its output vectors' windows back (16-byte
- * shared loads) and takes the taps out of registers at compile-time offsets: the
- * window's offset m inside its first vector is the same for a whole row, so one
- * chain of uniform branches per output vector picks the instance for it. Weights live
- * in registers; bias, activation and rounding end in one 16-byte store: tiles start
- * where y's 16-byte vectors start, so every whole output vector is stored aligned
- * whatever the row length, strides or the pointer's offset. Only vectors that cross a
- * row's ends load element by element, with the padding mode. The row starts (b * batch
- * stride + c * channel stride) may be anywhere: m and the first tile are per row.
+ * A tile is GPU_LEAN_VPT(S) * T output vectors of one (b, c) row, computed by T lanes
+ * of one logical warp (T = a.row_threads: GPU_WARP, or 8 or 16 for rows that a smaller
+ * tile covers, several rows to a warp then). Its lanes load the tile's x vectors
+ * (16-byte aligned in x; S per output vector plus a halo of a few) straight from
+ * global memory, all in flight at once, and store each whole into the tile's own
+ * shared memory: one store per vector, no element staging. After a warp barrier each
+ * lane reads its output vectors' windows back (16-byte shared loads) and takes the
+ * taps out of registers at compile-time offsets: the window's offset m inside its
+ * first vector is the same for a whole row, so one chain of uniform branches per tile
+ * picks the instance for it. Weights live in registers; bias, activation and rounding
+ * end in one 16-byte store: tiles start where y's 16-byte vectors start, so every
+ * whole output vector is stored aligned whatever the row length, strides or the
+ * pointer's offset. Only vectors that cross a row's ends load element by element,
+ * with the padding mode. The row starts (b * batch stride + c * channel stride) may
+ * be anywhere: m and the first tile are per row.
  *
- * Short rows (ROWS): a block holds several rows, a.row_threads threads each (at least
- * GPU_LEAN_ROW_THREADS, more than a halo's vectors), one tile per row.
+ * Why warps and not blocks: with a block barrier between staging and compute, a
+ * block's warps wait for each other's loads and the SM's memory pipe idles between
+ * phases; warp-sized tiles keep loads of some warps in flight while others compute
+ * (bench/RESULTS-gpu.md, run H: the bf16 reference from 0.86 to 0.95 of a copy).
  *
  * Carried states (a causal forward, gpu_args.cuh): the positions before 0 load from
  * the row's state instead of the padding, and the row's first tile (the only one that
  * reads the state: a tile is longer than any span lean takes) writes the final state
- * from one thread after the staging barrier.
+ * from one lane after its warp barrier.
  *
- * Grid: x = tiles along the row, y = channels (groups of rows with ROWS), z = batch
- * (each strided).
+ * Grid: x = blocks of consecutive tasks, striding over the rest.
  */
 #ifndef DWCONV_GPU_KERNEL_NCL_LEAN_CUH
 #define DWCONV_GPU_KERNEL_NCL_LEAN_CUH
@@ -38,23 +41,32 @@
 #include "gpu_carried.cuh"
 #include "gpu_families.h"
 
-/* Blocks per SM the register budget aims at: 5 (48 registers) where that costs no
- * spills (ptxas -v), else 4; stride 2 keeps twice the loads in flight: 3. */
-#define GPU_LEAN_MIN_BLOCKS(K, S, D) ((S) > 1 ? 3 : (D) == 1 && (K) <= 5 ? 5 : 4)
-/* Short rows' blocks (GPU_LEAN_ROWS_BLOCK threads): 64 registers, which their
- * per-group indexing needs to spill no more than one row per block does. */
-#define GPU_LEAN_ROWS_MIN_BLOCKS 8
+/* Blocks per SM the register budget aims at. Blocks of one warp: 32, the most an SM
+ * holds (64 registers, which one-warp blocks fit: the tile's row, offsets and bounds
+ * are the same in every lane, and the compiler keeps them in uniform registers); 24
+ * (80 registers) where 64 spill more than a few words: stride 2, K 8. Short rows
+ * (each lane holds its own row's values, uniform or not): blocks of
+ * GPU_LEAN_ROWS_BLOCK threads, 6 (80 registers), 4 at stride 2. ptxas -v: at most 128
+ * bytes spilled at these. */
+#define GPU_LEAN_MIN_BLOCKS(K, S, ROWS) \
+    ((ROWS) ? ((S) > 1 ? 4 : 6) : (S) > 1 || (K) > 7 ? 24 : 32)
 
-/* x vector at row positions [p, p + V): whole when inside the row, else element by
+/* Whether the x vector at row positions [p, p + V) lies inside the row (one 16-byte
+ * load), or crosses an end of it (gpu_lean_edge). */
+template <int XT> static __device__ __forceinline__ bool gpu_lean_inside(int64_t p, int64_t L) {
+    return p >= 0 && p + gpu_vec_width<XT>::value <= L;
+}
+
+/* The x vector at row positions [p, p + V) that crosses an end of the row, element by
  * element as the padding mode reads them, or, with a carried state (before: the row's
- * state_in + S), positions [-S, 0) from it. */
+ * state_in + S), positions [-S, 0) from it. Kept apart from the 16-byte loads so that
+ * their loop stays small: the kernel loads these after all the others. */
 template <int XT>
-static __device__ __forceinline__ uint4 gpu_lean_load(const typename gpu_elem<XT>::raw *xrow,
+static __device__ __forceinline__ uint4 gpu_lean_edge(const typename gpu_elem<XT>::raw *xrow,
                                                       int64_t L, int mode, int64_t p,
                                                       const typename gpu_elem<XT>::raw *before,
                                                       int64_t S) {
     typedef typename gpu_elem<XT>::raw raw;
-    if (p >= 0 && p + gpu_vec_width<XT>::value <= L) return gpu_load16(xrow + p);
     raw e[gpu_vec_width<XT>::value];
 #pragma unroll
     for (int j = 0; j < gpu_vec_width<XT>::value; j++)
@@ -80,31 +92,17 @@ static __device__ __forceinline__ void gpu_lean_window(const uint4 *xs, int j, f
         }
 }
 
-/* gpu_lean_window<.., m> for a run-time m in [0, M]: a chain of uniform branches
- * (only this part depends on m, so the sums and stores exist once). */
-template <int XT, int K, int S, int D, int M> struct gpu_lean_pick {
-    static __device__ __forceinline__ void window(int m, const uint4 *xs, int j, float *xv) {
-        if (m == M) gpu_lean_window<XT, K, S, D, M>(xs, j, xv);
-        else gpu_lean_pick<XT, K, S, D, M - 1>::window(m, xs, j, xv);
-    }
-};
-template <int XT, int K, int S, int D> struct gpu_lean_pick<XT, K, S, D, 0> {
-    static __device__ __forceinline__ void window(int, const uint4 *xs, int j, float *xv) {
-        gpu_lean_window<XT, K, S, D, 0>(xs, j, xv);
-    }
-};
-
-/* Output vector j of the tile (outputs o0 + j * V ..), if it exists. */
-template <int XT, int K, int S, int D>
-static __device__ __forceinline__ void gpu_lean_output(const uint4 *xs, int m, int j,
-                                                       const float *w, float bias, int activation,
-                                                       typename gpu_elem<XT>::raw *yrow,
+/* Output vector j of the tile (outputs o0 + j * V ..), if it exists, its window at
+ * offset M; activation ACT. */
+template <int XT, int K, int S, int D, int ACT, int M>
+static __device__ __forceinline__ void gpu_lean_output(const uint4 *xs, int j, const float *w,
+                                                       float bias, typename gpu_elem<XT>::raw *yrow,
                                                        int64_t o0, int64_t L_out) {
     const int V = gpu_vec_width<XT>::value;
     const int64_t os = o0 + (int64_t)j * V;
     if (os >= L_out) return;
     float xv[V * K];
-    gpu_lean_pick<XT, K, S, D, V - 1>::window(m, xs, j, xv);
+    gpu_lean_window<XT, K, S, D, M>(xs, j, xv);
     float out[V];
 #pragma unroll
     for (int n = 0; n < V; n++) {
@@ -113,83 +111,164 @@ static __device__ __forceinline__ void gpu_lean_output(const uint4 *xs, int m, i
         for (int k = 0; k < K; k++) acc = DWCONV_FMAF(xv[n * K + k], w[k], acc);
         out[n] = acc;
     }
-    gpu_activate_all<V>(activation, out);
-    gpu_store_vector<XT>(yrow, os, out, os < 0 ? (int)-os : 0, L_out - os < V ? (int)(L_out - os) : V);
+    gpu_activate_fixed<ACT, V>(out);
+    if (os >= 0 && os + V <= L_out) gpu_store16(yrow + os, gpu_vec_narrow<XT>(out)); /* aligned */
+    else gpu_store_elements<XT>(yrow, os, out, os < 0 ? (int)-os : 0, L_out - os < V ? (int)(L_out - os) : V);
 }
 
-/* ROWS: short rows, a.row_threads threads per row and blockDim.x / a.row_threads rows
- * per block, one tile each (gpu_lean_geometry); else one row per block, walking its
- * tiles. */
-template <int XT, int WT, int K, int S = 1, int D = 1, bool ROWS = false>
-__global__ __launch_bounds__(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_LEAN_MAX_THREADS,
-                             ROWS ? GPU_LEAN_ROWS_MIN_BLOCKS : GPU_LEAN_MIN_BLOCKS(K, S, D))
+/* A lane's output vectors of the tile (tid + i * T), for a run-time window offset m in
+ * [0, M]: a chain of uniform branches once per tile picks the instance (only the
+ * windows depend on m). */
+template <int XT, int K, int S, int D, int ACT, int M> struct gpu_lean_pick {
+    static __device__ __forceinline__ void outputs(int m, const uint4 *xs, int tid, int T, const float *w,
+                                                   float bias, typename gpu_elem<XT>::raw *yrow,
+                                                   int64_t o0, int64_t L_out) {
+        if (m == M) {
+            /* silu's vectors unrolled (their long chains interleave); the others one at
+             * a time: unrolled, their windows' loads interleave and the f32 and stride-2
+             * instances spill (ptxas -v; bench/RESULTS-gpu.md run H: 3-12% slower) */
+            enum { VECTORS = GPU_LEAN_VPT(S), UNROLL = ACT == DWCONV_ACT_SILU ? VECTORS : 1 };
+#pragma unroll UNROLL
+            for (int i = 0; i < VECTORS; i++)
+                gpu_lean_output<XT, K, S, D, ACT, M>(xs, tid + i * T, w, bias, yrow, o0, L_out);
+        } else {
+            gpu_lean_pick<XT, K, S, D, ACT, M - 1>::outputs(m, xs, tid, T, w, bias, yrow, o0, L_out);
+        }
+    }
+};
+template <int XT, int K, int S, int D, int ACT> struct gpu_lean_pick<XT, K, S, D, ACT, -1> {
+    static __device__ __forceinline__ void outputs(int, const uint4 *, int, int, const float *, float,
+                                                   typename gpu_elem<XT>::raw *, int64_t, int64_t) {}
+};
+
+/* The tile's outputs with activation ACT. */
+template <int XT, int K, int S, int D, int ACT>
+static __device__ __forceinline__ void gpu_lean_outputs(const uint4 *xs, int m, int tid, int T,
+                                                        const float *w, float bias,
+                                                        typename gpu_elem<XT>::raw *yrow,
+                                                        int64_t o0, int64_t L_out) {
+    gpu_lean_pick<XT, K, S, D, ACT, gpu_vec_width<XT>::value - 1>::outputs(m, xs, tid, T, w, bias, yrow,
+                                                                            o0, L_out);
+}
+
+/* Batch entry, channel and chunk of task `task` (chunks of a row numbered along it,
+ * rows batch-major): 32-bit divisions where the numbers fit, as they nearly always do. */
+static __device__ __forceinline__ void gpu_lean_task(int64_t task, int64_t row_chunks,
+                                                     int64_t channels, int64_t tasks,
+                                                     int64_t *b, int64_t *c, int64_t *k) {
+    if (tasks <= (int64_t)UINT32_MAX) {
+        const uint32_t r = (uint32_t)task / (uint32_t)row_chunks;
+        *k = (uint32_t)task - r * (uint32_t)row_chunks;
+        *b = r / (uint32_t)channels, *c = r - (uint32_t)*b * (uint32_t)channels;
+    } else {
+        const int64_t r = task / row_chunks;
+        *k = task - r * row_chunks;
+        *b = r / channels, *c = r - *b * channels;
+    }
+}
+
+/* ROWS: tiles of a.row_threads lanes (8 or 16), one short row each, several rows in
+ * each warp of a block of GPU_LEAN_ROWS_BLOCK threads; else blocks of one warp, tiles
+ * of the whole warp (T = GPU_WARP at compile time, which keeps a tile's values
+ * uniform), a chunk of
+ * a.tiles_per_block consecutive tiles along a row per task, the row's setup (offsets,
+ * weights) once per chunk. Tasks are numbered row by row over the whole problem and
+ * a warp takes consecutive ones; its lanes stage and read back only their own shared
+ * memory, with warp barriers, so that every warp streams at its own pace. Every lane
+ * of the warp runs the loops alike (a group without a tile idles through them), as
+ * the warp barrier needs. SILU: the instance for silu; the other takes no activation
+ * and relu (one branch per tile), so that silu's registers and code are not the
+ * others'. */
+template <int XT, int WT, int K, int S = 1, int D = 1, bool ROWS = false, bool SILU = false>
+__global__ __launch_bounds__(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_WARP, GPU_LEAN_MIN_BLOCKS(K, S, ROWS))
 void dwconv_ncl_lean_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int V = gpu_vec_width<XT>::value;
-    const int T = ROWS ? a.row_threads : blockDim.x, RB = ROWS ? blockDim.x / T : 1;
+    const int T = ROWS ? a.row_threads : GPU_WARP;
     const int tid = ROWS ? threadIdx.x % T : threadIdx.x, group = ROWS ? threadIdx.x / T : 0;
-    const int vectors = T * GPU_LEAN_VPT;
-    /* the tile's x vectors (a group's own part of them with ROWS) */
-    uint4 *xs = (uint4 *)gpu_shared_base() + (ROWS ? group * gpu_lean_staged(T, V, K, S, D) : 0);
+    const int groups = ROWS ? blockDim.x / T : 1, warp_groups = ROWS ? GPU_WARP / T : 1;
+    const int vectors = T * GPU_LEAN_VPT(S);
+    uint4 *xs = (uint4 *)gpu_shared_base() + group * gpu_lean_staged(T, V, K, S, D);
     const int64_t L = a.length, L_out = a.output_length;
     const int64_t tile_outputs = (int64_t)vectors * V;
-    bool first = true;
+    const int64_t chunk = ROWS ? 1 : a.tiles_per_block; /* tiles per task (ROWS: one a row) */
+    const int64_t row_chunks = (a.tiles_per_row + chunk - 1) / chunk;
+    const int64_t tasks = row_chunks * a.channels * a.batch;
+    const int64_t step = (int64_t)gridDim.x * groups;
 
-    for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
-        for (int64_t cg = blockIdx.y; cg * RB < a.channels; cg += gridDim.y) {
-            const bool row = !ROWS || cg * RB + group < a.channels; /* a group past C idles */
-            const int64_t c = row ? cg * RB + group : a.channels - 1;
-            const int64_t xoff = b * a.x_stride[0] + c * a.x_stride[1];
-            const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
-            const raw *xrow = (const raw *)a.x + xoff;
-            raw *yrow = (raw *)a.y + yoff;
-            const int64_t SL = a.state_length; /* 0 without states (S is the stride) */
-            const raw *before = a.state_in ? (const raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
-            float w[K];
+    /* w0: the task of the warp's first group (the same in every lane of the warp) */
+    for (int64_t w0 = (int64_t)blockIdx.x * groups + group - group % warp_groups; w0 < tasks; w0 += step) {
+        const int64_t task = w0 + group % warp_groups;
+        const bool have = task < tasks;
+        int64_t b = 0, c = 0, k = 0;
+        if (have) gpu_lean_task(task, row_chunks, a.channels, tasks, &b, &c, &k);
+        const int64_t xoff = b * a.x_stride[0] + c * a.x_stride[1];
+        const int64_t yoff = b * a.y_stride[0] + c * a.y_stride[1];
+        const raw *xrow = (const raw *)a.x + xoff;
+        raw *yrow = (raw *)a.y + yoff;
+        float w[K];
 #pragma unroll
-            for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
-            const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
-            /* tiles start on y's vector boundaries; x's vectors lie m elements earlier
-             * than the tiles' windows, the same m for every tile of the row */
-            const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, yoff);
-            const int m = gpu_misalignment<XT>(a.x, xoff + o_first * S - a.pad_left);
-            for (int64_t t = blockIdx.x; t < a.tiles_per_row; t += gridDim.x) {
-                const int64_t o0 = o_first + t * tile_outputs;
-                if (!ROWS && o0 >= L_out) break; /* the same for the whole block */
-                const bool active = row && o0 < L_out; /* with ROWS: one tile, o0 <= 0 */
-                const int64_t x0 = o0 * S - a.pad_left - m; /* row position of x vector 0 */
-                /* x vectors the tile's existing outputs read */
-                const int needed = active ? (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S +
-                                                   (K - 1) * D + m) / V) + 1
-                                          : 0;
-                if (!first) __syncthreads(); /* the previous tile's reads are done */
-                first = false;
-                /* S vectors per output vector, all in flight at once, then the halo
-                 * (a few vectors: fewer than T); registers hold them only until they
-                 * are stored, so that many blocks fit an SM */
-                uint4 own[S * GPU_LEAN_VPT];
+        for (int i = 0; i < K; i++) w[i] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + i]);
+        const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+        /* tiles start on y's vector boundaries; x's vectors lie m elements earlier
+         * than the tiles' windows, the same m for every tile of the row */
+        const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, yoff);
+        const int m = gpu_misalignment<XT>(a.x, xoff + o_first * S - a.pad_left);
+        const int64_t t_begin = k * chunk, t_end = gpu_min64(t_begin + chunk, a.tiles_per_row);
+        for (int64_t t = t_begin; t < t_end; t++) { /* ROWS: once (chunk and tiles_per_row are 1) */
+            const int64_t o0 = o_first + t * tile_outputs;
+            const bool active = have && o0 < L_out; /* the last tile of a row may be empty */
+            const int64_t x0 = o0 * S - a.pad_left - m; /* row position of x vector 0 */
+            /* x vectors the tile's existing outputs read */
+            const int needed = active ? (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S +
+                                               (K - 1) * D + m) / V) + 1
+                                      : 0;
+            /* S vectors per output vector, all in flight at once, then the halo (a few
+             * vectors: fewer than T); registers hold them only until they are stored.
+             * Bit i of edges: vector i crosses a row end (bit S * VPT: the halo's). */
+            uint4 own[S * GPU_LEAN_VPT(S) + 1];
+            const int halo = S * vectors + tid;
+            unsigned edges = 0;
 #pragma unroll
-                for (int i = 0; i < S * GPU_LEAN_VPT; i++) {
-                    const int q = tid + i * T;
-                    if (q < needed) own[i] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V, before, SL);
+            for (int i = 0; i <= S * GPU_LEAN_VPT(S); i++) {
+                const int q = i < S * GPU_LEAN_VPT(S) ? tid + i * T : halo;
+                const int64_t p = x0 + (int64_t)q * V;
+                if (q < needed) {
+                    if (gpu_lean_inside<XT>(p, L)) own[i] = gpu_load16(xrow + p);
+                    else edges |= 1u << i;
                 }
-                const int halo = S * vectors + tid;
-                if (halo < needed)
-                    xs[halo] = gpu_lean_load<XT>(xrow, L, a.padding_mode, x0 + (int64_t)halo * V, before, SL);
-#pragma unroll
-                for (int i = 0; i < S * GPU_LEAN_VPT; i++)
-                    if (tid + i * T < needed) xs[tid + i * T] = own[i];
-                __syncthreads();
-                /* the row's first tile is the only one that reads its state (a tile is
-                 * longer than S): after the barrier above its reads are done */
-                if (a.state_out && row && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
-                if (active)
-                    for (int i = 0; i < GPU_LEAN_VPT; i++) /* left to the compiler: a large body */
-                        gpu_lean_output<XT, K, S, D>(xs, m, tid + i * T, w, bias, a.activation, yrow, o0, L_out);
             }
+            gpu_sync_warp(); /* the warp's previous tiles are read */
+#pragma unroll
+            for (int i = 0; i <= S * GPU_LEAN_VPT(S); i++) {
+                const int q = i < S * GPU_LEAN_VPT(S) ? tid + i * T : halo;
+                if (q < needed && !(edges >> i & 1)) xs[q] = own[i];
+            }
+            if (edges) { /* after the stores, so that own[] is dead: the rare path's registers */
+                const int64_t SL = a.state_length; /* 0 without states (S is the stride) */
+                const raw *before = a.state_in ? (const raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
+#pragma unroll
+                for (int i = 0; i <= S * GPU_LEAN_VPT(S); i++) {
+                    const int q = i < S * GPU_LEAN_VPT(S) ? tid + i * T : halo;
+                    if (edges >> i & 1)
+                        xs[q] = gpu_lean_edge<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V, before, SL);
+                }
+            }
+            gpu_sync_warp();
+            /* the row's first tile is the only one that reads its state (a tile is
+             * longer than S): its loads are done */
+            if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
+            if (!active) continue;
+            if (SILU)
+                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_SILU>(xs, m, tid, T, w, bias, yrow, o0, L_out);
+            else if (a.activation == DWCONV_ACT_RELU)
+                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_RELU>(xs, m, tid, T, w, bias, yrow, o0, L_out);
+            else
+                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_NONE>(xs, m, tid, T, w, bias, yrow, o0, L_out);
         }
+    }
 }
 
 #endif /* DWCONV_GPU_KERNEL_NCL_LEAN_CUH */

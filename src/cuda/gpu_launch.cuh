@@ -117,31 +117,30 @@ static void gpu_generic_geometry(gpu_conv_args *a, gpu_launch *l) {
                    a->batch);
 }
 
+/* The smallest tile (8, 16 or 32 lanes) that covers a row, or a warp's tiles along
+ * longer rows, up to GPU_LEAN_CHUNK(_SILU) consecutive ones per task while that leaves
+ * 8 * gpu_limits.enough_blocks tasks; tasks numbered row by row, a block taking
+ * consecutive ones (one per group of lanes: blocks of one warp, or for short rows of
+ * GPU_LEAN_ROWS_BLOCK threads). */
 static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int V = gpu_vector_width(a->dtype);
     /* the vectors a row spans: exact for rows that all start alike (an aligned 4096-long
-     * row is 512 vectors, not 513, and gets 128 threads, not 256 of which half idle) */
+     * row is 512 vectors, not 513) */
     const int64_t row_vectors = gpu_div_up(a->output_length + gpu_row_head(a), V);
-    const size_t per_row = (size_t)GPU_LEAN_MIN_THREADS * GPU_LEAN_VPT;
-    if ((size_t)row_vectors * 2 <= per_row) { /* short rows: several per block */
-        int rt = GPU_LEAN_ROW_THREADS;
-        while ((int64_t)rt * GPU_LEAN_VPT < row_vectors) rt *= 2;
-        const int rows = GPU_LEAN_ROWS_BLOCK / rt;
-        a->row_threads = rt;
-        l->threads = GPU_LEAN_ROWS_BLOCK;
-        l->smem = (size_t)rows * gpu_lean_smem(rt, V, a->kernel_size, a->stride, a->dilation);
-        a->tiles_per_row = 1; /* rt * GPU_LEAN_VPT * V >= the row and its head */
-        a->tiles_per_block = 1;
-        gpu_grid_clamp(l->grid, 1, gpu_div_up(a->channels, rows), a->batch);
-        return;
-    }
-    int threads = GPU_LEAN_MIN_THREADS; /* short rows: smaller blocks, not idle threads */
-    while (threads < GPU_LEAN_MAX_THREADS && (int64_t)threads * GPU_LEAN_VPT < row_vectors) threads *= 2;
-    a->row_threads = threads;
-    l->threads = threads;
-    l->smem = (size_t)gpu_lean_smem(threads, V, a->kernel_size, a->stride, a->dilation);
-    a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, (int64_t)threads * GPU_LEAN_VPT * V);
-    gpu_set_tile_grid(a, l, a->channels);
+    int lanes = GPU_LEAN_ROW_THREADS;
+    while (lanes < GPU_WARP && (int64_t)lanes * GPU_LEAN_VPT(a->stride) < row_vectors) lanes *= 2;
+    const int groups = GPU_WARP / lanes; /* per warp */
+    const int64_t rows = a->channels * a->batch;
+    a->row_threads = lanes;
+    a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, (int64_t)lanes * GPU_LEAN_VPT(a->stride) * V);
+    a->tiles_per_block = 1;
+    const int64_t most = a->activation == DWCONV_ACT_SILU ? GPU_LEAN_CHUNK_SILU : GPU_LEAN_CHUNK;
+    while (lanes == GPU_WARP && a->tiles_per_block < most && a->tiles_per_block < a->tiles_per_row &&
+           rows * gpu_div_up(a->tiles_per_row, 2 * a->tiles_per_block) >= 8 * gpu_limits.enough_blocks)
+        a->tiles_per_block *= 2;
+    l->threads = lanes == GPU_WARP ? GPU_WARP : GPU_LEAN_ROWS_BLOCK;
+    l->smem = (size_t)(groups * (l->threads / GPU_WARP)) * gpu_lean_smem(lanes, V, a->kernel_size, a->stride, a->dilation);
+    gpu_grid_clamp(l->grid, gpu_div_up(rows * gpu_div_up(a->tiles_per_row, a->tiles_per_block), groups * (l->threads / GPU_WARP)), 1, 1);
 }
 
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {

@@ -60,6 +60,9 @@ CASES = [
          base="causal4_bf16"),
     Case("causal4_bf16_nlc_silu", **CAUSAL4, dtype=BF16, layout=NLC, act=ACT_SILU, kind="silu",
          base="causal4_bf16_nlc"),
+    # a chunk of issue 13's chunked prefill (L 4096 in 4 chunks): 1024-long rows
+    Case("causal4_f32_l1024", **dict(CAUSAL4, L=1024)),
+    Case("causal4_bf16_l1024", **dict(CAUSAL4, L=1024), dtype=BF16),
     Case("small_1x512x8192", B=1, C=512, L=8192, K=3, pad=(1, 1), kind="small"),
     Case("k64_f32", B=8, C=512, L=8192, K=64, padding=SAME, kind="fma"),
     Case("k128_f32", B=8, C=512, L=8192, K=128, padding=SAME, kind="fma"),

@@ -180,6 +180,36 @@ int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
     return failures;
 }
 
+/* The emulator's own warp barrier: a warp exchanges values through shared memory
+ * behind it in every thread order, and a barrier that one lane skips, or that a warp
+ * reaches while another waits at a block barrier, is reported (launch -1). */
+int check_warp_barrier(void) {
+    int failures = 0;
+    const int64_t grid[3] = {1, 1, 1};
+    bool exchanged = true;
+    const int ok = gpu_emulate_launch([&] {
+        int *s = (int *)gpu_emulated_shared();
+        const int t = (int)threadIdx.x, lane = t % 32;
+        s[t] = t;
+        __syncwarp();
+        exchanged &= s[t - lane + (lane + 1) % 32] == t - lane + (lane + 1) % 32;
+    }, grid, 64, 64 * sizeof(int));
+    if (ok != 0 || !exchanged) {
+        fprintf(stderr, "FAIL the emulator's warp barrier did not order a warp's shared memory\n");
+        failures++;
+    }
+    fprintf(stderr, "(expected: two reports of barriers some threads skip)\n");
+    if (gpu_emulate_launch([] { if (threadIdx.x != 3) __syncwarp(); }, grid, 64, 0) != -1) {
+        fprintf(stderr, "FAIL a warp barrier one lane skips was not reported\n");
+        failures++;
+    }
+    if (gpu_emulate_launch([] { if (threadIdx.x < 32) __syncwarp(); else __syncthreads(); }, grid, 64, 0) != -1) {
+        fprintf(stderr, "FAIL a warp barrier beside a block barrier was not reported\n");
+        failures++;
+    }
+    return failures;
+}
+
 int main(void) {
 #ifndef GPU_EMULATE_AVAILABLE
     printf("check_gpu_emulated: SKIP: no ucontext.h to run GPU threads on\n");
@@ -208,6 +238,7 @@ int main(void) {
         }
     }
     failures += check_shapes(cpu, &rng, &runs);
+    failures += check_warp_barrier();
     dwconv_context_destroy(cpu);
     printf("%d of %d emulated runs match the cpu backend bit for bit; runs per family:",
            runs - failures, runs);

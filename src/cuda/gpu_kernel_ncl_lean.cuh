@@ -124,12 +124,11 @@ template <int XT, int K, int S, int D, int ACT, int M> struct gpu_lean_pick {
                                                    float bias, typename gpu_elem<XT>::raw *yrow,
                                                    int64_t o0, int64_t L_out) {
         if (m == M) {
-            /* silu's vectors unrolled (their long chains interleave); the others one at
-             * a time: unrolled, their windows' loads interleave and the f32 and stride-2
-             * instances spill (ptxas -v; bench/RESULTS-gpu.md run H: 3-12% slower) */
-            enum { VECTORS = GPU_LEAN_VPT(S), UNROLL = ACT == DWCONV_ACT_SILU ? VECTORS : 1 };
-#pragma unroll UNROLL
-            for (int i = 0; i < VECTORS; i++)
+            /* one vector at a time: unrolled, their windows' loads interleave and the
+             * f32 and stride-2 instances spill (ptxas -v; bench/RESULTS-gpu.md run H:
+             * 3-12% slower), and silu's, 2-3% faster unrolled, double the module's code */
+#pragma unroll 1
+            for (int i = 0; i < GPU_LEAN_VPT(S); i++)
                 gpu_lean_output<XT, K, S, D, ACT, M>(xs, tid + i * T, w, bias, yrow, o0, L_out);
         } else {
             gpu_lean_pick<XT, K, S, D, ACT, M - 1>::outputs(m, xs, tid, T, w, bias, yrow, o0, L_out);

@@ -37,17 +37,18 @@ struct gpu_generic_kernels {
 };
 
 /* lean's instances: tiles of a whole warp or (short rows, a->row_threads below it)
- * several rows per warp; silu's apart from the other activations'. */
+ * several rows per warp; silu's apart from the other activations'; the weight dtype
+ * at run time (one instance for both). */
 template <bool ROWS, bool SILU> struct gpu_lean_kind {
     template <int XT, int WT, int K> static gpu_kernel_fn at() {
-        return dwconv_ncl_lean_kernel<XT, WT, K, 1, 1, ROWS, SILU>;
+        return dwconv_ncl_lean_kernel<XT, K, 1, 1, ROWS, SILU>;
     }
     template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
         if (a->stride == 1 && a->dilation == 1)
             return gpu_k_instance<gpu_lean_kind, XT, WT, GPU_LEAN_MAX_K>::get(a->kernel_size);
 #define GPU_LEAN_INSTANCE(k, s, d)                                       \
     if (a->kernel_size == (k) && a->stride == (s) && a->dilation == (d)) \
-        return dwconv_ncl_lean_kernel<XT, WT, k, s, d, ROWS, SILU>;
+        return dwconv_ncl_lean_kernel<XT, k, s, d, ROWS, SILU>;
         GPU_LEAN_STEPPED(GPU_LEAN_INSTANCE)
 #undef GPU_LEAN_INSTANCE
         return NULL;

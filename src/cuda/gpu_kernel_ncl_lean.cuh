@@ -178,12 +178,19 @@ static __device__ __forceinline__ void gpu_lean_task(int64_t task, int64_t row_c
  * the warp barrier needs. SILU: the instance for silu; the other takes no activation
  * and relu (one branch per tile), so that silu's registers and code are not the
  * others'. */
-template <int XT, int WT, int K, int S = 1, int D = 1, bool ROWS = false, bool SILU = false>
+/* Weight (or bias) i as f32: the weight dtype is f32 or x's (the core has checked), a
+ * run-time choice made once per task, so that it needs no instances of its own. */
+template <int XT>
+static __device__ __forceinline__ float gpu_lean_weight(const gpu_conv_args &a, const void *w, int64_t i) {
+    return a.weight_dtype == DWCONV_F32 ? gpu_elem<DWCONV_F32>::widen(((const uint32_t *)w)[i])
+                                        : gpu_elem<XT>::widen(((const typename gpu_elem<XT>::raw *)w)[i]);
+}
+
+template <int XT, int K, int S = 1, int D = 1, bool ROWS = false, bool SILU = false>
 __global__ __launch_bounds__(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_WARP, GPU_LEAN_MIN_BLOCKS(K, S, ROWS))
 void dwconv_ncl_lean_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
-    typedef typename gpu_elem<WT>::raw wraw;
     const int V = gpu_vec_width<XT>::value;
     const int T = ROWS ? a.row_threads : GPU_WARP;
     const int tid = ROWS ? threadIdx.x % T : threadIdx.x, group = ROWS ? threadIdx.x / T : 0;
@@ -209,8 +216,8 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
         raw *yrow = (raw *)a.y + yoff;
         float w[K];
 #pragma unroll
-        for (int i = 0; i < K; i++) w[i] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + i]);
-        const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+        for (int i = 0; i < K; i++) w[i] = gpu_lean_weight<XT>(a, a.weight, c * K + i);
+        const float bias = a.bias ? gpu_lean_weight<XT>(a, a.bias, c) : 0.0f;
         /* tiles start on y's vector boundaries; x's vectors lie m elements earlier
          * than the tiles' windows, the same m for every tile of the row */
         const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, yoff);

@@ -129,7 +129,6 @@ void run_phase(bool descending) {
     for (int i = 0; i < n; i++) {
         const int t = descending ? n - 1 - i : i;
         if (emu.states[t] != RUNNING) continue;
-        emu.states[t] = RUNNING;
         emu.current = t;
         threadIdx.x = (unsigned)t;
         swapcontext(&emu.scheduler, &emu.contexts[t]);
@@ -164,7 +163,7 @@ void __syncwarp() {
  * barrier. 1: some released; 0: all finished; -1 (reported): a barrier that cannot be
  * passed. */
 static int release_barriers(int n) {
-    bool released = false, waiting = false;
+    bool released = false;
     for (int w = 0; w < n; w += warp_threads) {
         const int end = w + warp_threads < n ? w + warp_threads : n;
         int at_warp = 0, others = 0;
@@ -173,7 +172,6 @@ static int release_barriers(int n) {
             others += emu.states[t] != AT_WARP_BARRIER;
         }
         if (at_warp == 0) continue;
-        waiting = true;
         if (others != 0) {
             fprintf(stderr, "gpu_emulate: block (%u, %u, %u) warp %d: %d threads wait at a warp "
                     "barrier that %d others of the warp do not reach\n", blockIdx.x, blockIdx.y,
@@ -186,7 +184,7 @@ static int release_barriers(int n) {
     if (released) return 1;
     int at_block = 0, finished = 0;
     for (int t = 0; t < n; t++) (emu.states[t] == FINISHED ? finished : at_block)++;
-    if (at_block == 0 && !waiting) return 0;
+    if (at_block == 0) return 0;
     if (finished != 0) {
         fprintf(stderr, "gpu_emulate: block (%u, %u, %u): %d threads wait at a barrier that "
                 "%d others never reach\n", blockIdx.x, blockIdx.y, blockIdx.z, at_block, finished);

@@ -40,7 +40,7 @@ typedef struct gpu_conv_args {
     /* geometry (gpu_launch.cuh) */
     int64_t tiles_per_row;   /* channel-first: tiles per (b, c) row;
                                 channel-last: position tiles per batch entry */
-    int64_t tiles_per_block; /* consecutive tiles one block walks */
+    int64_t tiles_per_block; /* consecutive tiles one block walks (lean: one task) */
     int64_t window;          /* raw x elements a tile stages (tile kernel) */
     int64_t steps;           /* slide: steps of gpu_slide_step positions per thread */
     int channel_threads;     /* channel-last: threads across channel vectors in a block */

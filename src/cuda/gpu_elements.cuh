@@ -71,7 +71,8 @@ static __device__ __forceinline__ uint4 gpu_vec_pack(const typename gpu_elem<DT>
     return v;
 }
 
-/* in[0] and in[1] rounded to the 2-byte DT, packed (in[0] in the low half). */
+/* in[0] and in[1] rounded to the 2-byte DT, packed (in[0] in the low half). A pointer,
+ * not two values, so that gpu_vec_narrow's f32 instance names no element past its 4. */
 template <int DT> static __device__ __forceinline__ uint32_t gpu_pair_narrow(const float *in) {
     return gpu_f32x2_narrow(DT == DWCONV_BF16, in[0], in[1]);
 }

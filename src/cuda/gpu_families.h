@@ -45,12 +45,12 @@ GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_siz
  * (a 64-wide AMD wavefront holds two). */
 #define GPU_WARP 32
 
-/* lean (gpu_kernel_ncl_lean.cuh): channel-first, small K, tiles of GPU_LEAN_VPT(S)
+/* lean (gpu_kernel_ncl_lean.cuh): channel-first, small K, tiles of GPU_LEAN_VPT
  * output vectors per lane, a logical warp's lanes per tile (blocks of one warp), or
  * for short rows 8 or 16 of them, x staged as whole vectors. */
 /* Output vectors per lane (S x vectors in flight for each): 4 at every stride (2 at
  * stride 2 ran 5% slower, bench/RESULTS-gpu.md run H). */
-#define GPU_LEAN_VPT(S) 4
+#define GPU_LEAN_VPT 4
 /* The smallest tile's lanes: more than the halo of every instance (at most 4 vectors,
  * K7 at dilation 2 in f32). */
 #define GPU_LEAN_ROW_THREADS 8
@@ -74,7 +74,7 @@ GPU_HD int gpu_lean_reads(int width, int m, int64_t K, int64_t S, int64_t D) {
 /* x vectors a tile of `threads` lanes stages (output vector j reads from x vector
  * j * S on); its shared memory is that many 16-byte vectors. */
 GPU_HD int64_t gpu_lean_staged(int threads, int width, int64_t K, int64_t S, int64_t D) {
-    return ((int64_t)threads * GPU_LEAN_VPT(S) - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
+    return ((int64_t)threads * GPU_LEAN_VPT - 1) * S + gpu_lean_reads(width, width - 1, K, S, D);
 }
 GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64_t D) {
     return gpu_lean_staged(threads, width, K, S, D) * GPU_VECTOR_BYTES;

@@ -6,7 +6,7 @@
  * 2-byte dtypes need (an SM must produce twice as many of their outputs per clock as
  * f32 ones).
  *
- * A tile is GPU_LEAN_VPT(S) * T output vectors of one (b, c) row, computed by T lanes
+ * A tile is GPU_LEAN_VPT * T output vectors of one (b, c) row, computed by T lanes
  * of one logical warp (T = a.row_threads: GPU_WARP, or 8 or 16 for rows that a smaller
  * tile covers, several rows to a warp then). Its lanes load the tile's x vectors
  * (16-byte aligned in x; S per output vector plus a halo of a few) straight from
@@ -136,7 +136,7 @@ template <int XT, int K, int S, int D, int ACT, int M> struct gpu_lean_pick {
              * f32 and stride-2 instances spill (ptxas -v; bench/RESULTS-gpu.md run H:
              * 3-12% slower), and silu's, 2-3% faster unrolled, double the module's code */
 #pragma unroll 1
-            for (int i = 0; i < GPU_LEAN_VPT(S); i++)
+            for (int i = 0; i < GPU_LEAN_VPT; i++)
                 gpu_lean_output<XT, K, S, D, ACT, M>(xs, tid + i * T, w, bias, yrow, o0, L_out);
         } else {
             gpu_lean_pick<XT, K, S, D, ACT, M - 1>::outputs(m, xs, tid, T, w, bias, yrow, o0, L_out);
@@ -203,7 +203,7 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
     const int T = ROWS ? a.row_threads : GPU_WARP;
     const int tid = ROWS ? threadIdx.x % T : threadIdx.x, group = ROWS ? threadIdx.x / T : 0;
     const int groups = ROWS ? blockDim.x / T : 1, warp_groups = ROWS ? GPU_WARP / T : 1;
-    const int vectors = T * GPU_LEAN_VPT(S);
+    const int vectors = T * GPU_LEAN_VPT;
     uint4 *xs = (uint4 *)gpu_shared_base() + group * gpu_lean_staged(T, V, K, S, D);
     const int64_t L = a.length, L_out = a.output_length;
     const int64_t tile_outputs = (int64_t)vectors * V;
@@ -242,12 +242,14 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
             /* S vectors per output vector, all in flight at once, then the halo (a few
              * vectors: fewer than T); registers hold them only until they are stored.
              * Bit i of edges: vector i crosses a row end (bit S * VPT: the halo's). */
-            uint4 own[S * GPU_LEAN_VPT(S) + 1];
+            const int OWN = S * GPU_LEAN_VPT; /* own[OWN]: the halo's */
+            uint4 own[OWN + 1];
             const int halo = S * vectors + tid;
+#define GPU_LEAN_SLOT(i) ((i) < OWN ? tid + (i) * T : halo) /* x vector of own[i] */
             unsigned edges = 0;
 #pragma unroll
-            for (int i = 0; i <= S * GPU_LEAN_VPT(S); i++) {
-                const int q = i < S * GPU_LEAN_VPT(S) ? tid + i * T : halo;
+            for (int i = 0; i <= OWN; i++) {
+                const int q = GPU_LEAN_SLOT(i);
                 const int64_t p = x0 + (int64_t)q * V;
                 if (q < needed) {
                     if (gpu_lean_inside<XT>(p, L)) own[i] = gpu_load16(xrow + p);
@@ -256,20 +258,21 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
             }
             gpu_sync_warp(); /* the warp's previous tiles are read */
 #pragma unroll
-            for (int i = 0; i <= S * GPU_LEAN_VPT(S); i++) {
-                const int q = i < S * GPU_LEAN_VPT(S) ? tid + i * T : halo;
+            for (int i = 0; i <= OWN; i++) {
+                const int q = GPU_LEAN_SLOT(i);
                 if (q < needed && !(edges >> i & 1)) xs[q] = own[i];
             }
             if (edges) { /* after the stores, so that own[] is dead: the rare path's registers */
                 const int64_t SL = a.state_length; /* 0 without states (S is the stride) */
                 const raw *before = a.state_in ? (const raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
 #pragma unroll
-                for (int i = 0; i <= S * GPU_LEAN_VPT(S); i++) {
-                    const int q = i < S * GPU_LEAN_VPT(S) ? tid + i * T : halo;
+                for (int i = 0; i <= OWN; i++) {
+                    const int q = GPU_LEAN_SLOT(i);
                     if (edges >> i & 1)
                         xs[q] = gpu_lean_edge<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V, before, SL);
                 }
             }
+#undef GPU_LEAN_SLOT
             gpu_sync_warp();
             /* the row's first tile is the only one that reads its state (a tile is
              * longer than S): its loads are done */

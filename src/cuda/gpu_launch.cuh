@@ -128,19 +128,19 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
      * row is 512 vectors, not 513) */
     const int64_t row_vectors = gpu_div_up(a->output_length + gpu_row_head(a), V);
     int lanes = GPU_LEAN_ROW_THREADS;
-    while (lanes < GPU_WARP && (int64_t)lanes * GPU_LEAN_VPT(a->stride) < row_vectors) lanes *= 2;
-    const int groups = GPU_WARP / lanes; /* per warp */
+    while (lanes < GPU_WARP && (int64_t)lanes * GPU_LEAN_VPT < row_vectors) lanes *= 2;
     const int64_t rows = a->channels * a->batch;
     a->row_threads = lanes;
-    a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, (int64_t)lanes * GPU_LEAN_VPT(a->stride) * V);
+    a->tiles_per_row = gpu_aligned_tiles(a, a->output_length, (int64_t)lanes * GPU_LEAN_VPT * V);
     a->tiles_per_block = 1;
     const int64_t most = a->activation == DWCONV_ACT_SILU ? GPU_LEAN_CHUNK_SILU : GPU_LEAN_CHUNK;
     while (lanes == GPU_WARP && a->tiles_per_block < most && a->tiles_per_block < a->tiles_per_row &&
            rows * gpu_div_up(a->tiles_per_row, 2 * a->tiles_per_block) >= 8 * gpu_limits.enough_blocks)
         a->tiles_per_block *= 2;
     l->threads = lanes == GPU_WARP ? GPU_WARP : GPU_LEAN_ROWS_BLOCK;
-    l->smem = (size_t)(groups * (l->threads / GPU_WARP)) * gpu_lean_smem(lanes, V, a->kernel_size, a->stride, a->dilation);
-    gpu_grid_clamp(l->grid, gpu_div_up(rows * gpu_div_up(a->tiles_per_row, a->tiles_per_block), groups * (l->threads / GPU_WARP)), 1, 1);
+    const int groups = l->threads / lanes; /* tiles a block stages at once */
+    l->smem = (size_t)groups * gpu_lean_smem(lanes, V, a->kernel_size, a->stride, a->dilation);
+    gpu_grid_clamp(l->grid, gpu_div_up(rows * gpu_div_up(a->tiles_per_row, a->tiles_per_block), groups), 1, 1);
 }
 
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {

@@ -21,18 +21,11 @@
 
 #include "dwconv.h"
 #include "gpu_graph.h"
+#include "bench_try.h"
 
 static dwconv_context *ctx;
 static dwconv_activation act; /* argv[2]: none (default), relu or silu */
 
-#define TRY(call)                                                                  \
-    do {                                                                           \
-        if ((call) != DWCONV_SUCCESS) {                                            \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-                    dwconv_last_error());                                          \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
 
 static void *device(size_t bytes, unsigned seed) {
     void *p = NULL;

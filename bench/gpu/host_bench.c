@@ -20,15 +20,7 @@
 #include <time.h>
 
 #include "dwconv.h"
-
-#define TRY(call)                                                                  \
-    do {                                                                           \
-        if ((call) != DWCONV_SUCCESS) {                                            \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-                    dwconv_last_error());                                          \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
+#include "bench_try.h"
 
 #define BATCHES 30
 #define CALLS 100

@@ -99,17 +99,17 @@ GPU_HD int64_t gpu_tile_smem(int64_t window, int xsize, int64_t K) {
 }
 
 /* lattice (gpu_kernel_ncl_lattice.cuh): channel-first, large K, dilation == stride:
- * GPU_LATTICE_RUN consecutive outputs per thread, GPU_LATTICE_CHUNK taps per register
- * window. */
-#define GPU_LATTICE_THREADS 128
+ * blocks of one warp, GPU_LATTICE_RUN consecutive outputs per lane, GPU_LATTICE_CHUNK
+ * taps per register window, GPU_LATTICE_MIN_BLOCKS blocks an SM (80 registers; a few
+ * words spilled). Measured against 128-thread blocks at 128 registers and other
+ * splits in bench/RESULTS-gpu.md, run I. */
+#define GPU_LATTICE_THREADS GPU_WARP
 #define GPU_LATTICE_RUN 16
-#define GPU_LATTICE_CHUNK 16
+#define GPU_LATTICE_CHUNK 8
+#define GPU_LATTICE_MIN_BLOCKS 24
 #define GPU_LATTICE_MIN_K 9
-#define GPU_LATTICE_STAGE_BATCH 16 /* loads in flight per thread while staging */
+#define GPU_LATTICE_STAGE_BATCH 8 /* loads in flight per lane while staging */
 
-/* Shared slot of lattice point n: 4 spare floats after every 32, so 16-byte loads stay
- * aligned and the 8 threads of a quarter-warp, 16 floats apart, hit distinct banks. */
-GPU_HD int64_t gpu_lattice_slot(int64_t n) { return n + 4 * (n >> 5); }
 /* Lattice points a tile stages (taps padded to whole chunks). */
 GPU_HD int64_t gpu_lattice_taps(int64_t K) {
     return (K + GPU_LATTICE_CHUNK - 1) / GPU_LATTICE_CHUNK * GPU_LATTICE_CHUNK;
@@ -118,7 +118,7 @@ GPU_HD int64_t gpu_lattice_points(int64_t K) {
     return (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN + gpu_lattice_taps(K);
 }
 GPU_HD int64_t gpu_lattice_weights_offset(int64_t K) {
-    return (gpu_lattice_slot(gpu_lattice_points(K)) + 4) * 4;
+    return (gpu_lattice_points(K) + 4) * 4;
 }
 GPU_HD int64_t gpu_lattice_smem(int64_t K) {
     return gpu_lattice_weights_offset(K) + gpu_lattice_taps(K) * 4;

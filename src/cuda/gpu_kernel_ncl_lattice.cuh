@@ -3,16 +3,19 @@
  * equal to the stride: the arithmetic-bound kernel. Output o reads positions
  *     o*stride - pad + k*dilation = dilation*(o + k) - pad,
  * a plain stride-1, dilation-1 convolution over the lattice Q[n] = xp[dilation*n - pad].
- * A block walks consecutive tiles of GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs of a
- * row; it stages a tile's lattice as f32 into shared memory (the next tile's new points
- * in flight during this tile's sums, the points two tiles share kept), and each thread
- * computes GPU_LATTICE_RUN consecutive j with a register window that slides over
- * GPU_LATTICE_CHUNK taps at a time: per chunk eight
- * 16-byte shared loads of x and four of weights feed 256 fmas, so the FMA pipe, not
- * shared memory, is the limit. Each output's fmas still run k = 0, 1, ... in order.
- *
- * Shared layout: 4 spare floats after every 32 (gpu_lattice_slot), so 16-byte loads
- * stay aligned and the 8 threads of a quarter-warp, 16 floats apart, hit distinct banks.
+ * A block is one warp (warp barriers only, so that every warp streams at its own pace,
+ * as in lean; with 128-thread blocks and block barriers K31 ran 30% slower,
+ * bench/RESULTS-gpu.md run I). It walks consecutive tiles of GPU_LATTICE_THREADS *
+ * GPU_LATTICE_RUN outputs of a row; it stages a tile's lattice as f32 into shared
+ * memory (the next tile's new points in flight during this tile's sums, the points two
+ * tiles share kept), and each lane computes GPU_LATTICE_RUN outputs in groups of one
+ * vector's width V (lane tid's group g: tile outputs g * V * T + V * tid on), each group
+ * with a register window that slides over GPU_LATTICE_CHUNK taps at a time: per chunk
+ * V / 4 + 2 16-byte shared loads of x per group and two of weights feed 8 V fmas. A
+ * warp's loads of a group and its stores are contiguous (no bank conflicts, whole
+ * sectors); against runs of 16 consecutive outputs a lane in padded shared slots, K31
+ * went from 0.453 to 0.487 of a copy and K128 from 0.243 to 0.231 (bench/RESULTS-gpu.md
+ * run I). Each output's fmas still run k = 0, 1, ... in order.
  */
 #ifndef DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
 #define DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
@@ -21,7 +24,7 @@
 #include "gpu_carried.cuh"
 #include "gpu_families.h"
 
-/* Q[n] = f32 of padded position p0 + dilation * n, n < points, into slot(n). */
+/* Q[n] = f32 of padded position p0 + dilation * n, n < points, into q[n]. */
 template <int XT>
 static __device__ __forceinline__ void gpu_lattice_stage(float *q, const typename gpu_elem<XT>::raw *xrow,
                                                          int64_t L, int mode, int64_t p0,
@@ -35,7 +38,7 @@ static __device__ __forceinline__ void gpu_lattice_stage(float *q, const typenam
                 if (n0 + u * T < points) v[u] = gpu_elem<XT>::widen(xrow[p0 + dilation * (n0 + u * T)]);
 #pragma unroll
             for (int u = 0; u < B; u++)
-                if (n0 + u * T < points) q[gpu_lattice_slot(n0 + u * T)] = v[u];
+                if (n0 + u * T < points) q[n0 + u * T] = v[u];
         }
         return;
     }
@@ -49,7 +52,7 @@ static __device__ __forceinline__ void gpu_lattice_stage(float *q, const typenam
         }
 #pragma unroll
         for (int u = 0; u < B; u++)
-            if (n0 + u * T < points) q[gpu_lattice_slot(n0 + u * T)] = v[u];
+            if (n0 + u * T < points) q[n0 + u * T] = v[u];
     }
 }
 
@@ -78,46 +81,57 @@ static __device__ __forceinline__ void gpu_lattice_fetch(float *v, const typenam
     }
 }
 
-/* acc[i] = the fma chain of output base + i over the K taps, from slot(base + i + k). */
-static __device__ __forceinline__ void gpu_lattice_sums(const float *q, const float *ws, int base,
-                                                        int K, float *acc) {
-    const int R = GPU_LATTICE_RUN, KB = GPU_LATTICE_CHUNK;
+/* acc[g * V + i] = the fma chain over the K taps of tile output g * V * T + V * tid + i
+ * (V consecutive outputs per group, so that a warp's 16-byte shared loads and stores
+ * are contiguous), from lattice point (that output) + k. */
+template <int V>
+static __device__ __forceinline__ void gpu_lattice_sums(const float *q, const float *ws, int tid, int K,
+                                                        float *acc) {
+    const int R = GPU_LATTICE_RUN, KB = GPU_LATTICE_CHUNK, G = R / V, T = GPU_LATTICE_THREADS;
     for (int kc = 0; kc < K; kc += KB) {
-        float xw[R + KB], w[KB];
-#pragma unroll
-        for (int r = 0; r < (R + KB) / 4; r++) {
-            const float4 f = *(const float4 *)(q + gpu_lattice_slot(base + kc + 4 * r));
-            xw[4 * r] = f.x, xw[4 * r + 1] = f.y, xw[4 * r + 2] = f.z, xw[4 * r + 3] = f.w;
-        }
+        float w[KB];
 #pragma unroll
         for (int r = 0; r < KB / 4; r++) {
             const float4 f = *(const float4 *)(ws + kc + 4 * r);
             w[4 * r] = f.x, w[4 * r + 1] = f.y, w[4 * r + 2] = f.z, w[4 * r + 3] = f.w;
         }
-        if (kc + KB <= K) {
 #pragma unroll
-            for (int kk = 0; kk < KB; kk++)
+        for (int g = 0; g < G; g++) {
+            float xw[V + KB];
+            const float *src = q + g * V * T + V * tid + kc;
 #pragma unroll
-                for (int i = 0; i < R; i++) acc[i] = DWCONV_FMAF(xw[i + kk], w[kk], acc[i]);
-        } else {
+            for (int r = 0; r < (V + KB) / 4; r++) {
+                const float4 f = *(const float4 *)(src + 4 * r);
+                xw[4 * r] = f.x, xw[4 * r + 1] = f.y, xw[4 * r + 2] = f.z, xw[4 * r + 3] = f.w;
+            }
+            float *ag = acc + g * V;
+            if (kc + KB <= K) {
 #pragma unroll
-            for (int kk = 0; kk < KB; kk++)
-                if (kc + kk < K) {
+                for (int kk = 0; kk < KB; kk++)
 #pragma unroll
-                    for (int i = 0; i < R; i++) acc[i] = DWCONV_FMAF(xw[i + kk], w[kk], acc[i]);
-                }
+                    for (int i = 0; i < V; i++) ag[i] = DWCONV_FMAF(xw[i + kk], w[kk], ag[i]);
+            } else {
+#pragma unroll
+                for (int kk = 0; kk < KB; kk++)
+                    if (kc + kk < K) {
+#pragma unroll
+                        for (int i = 0; i < V; i++) ag[i] = DWCONV_FMAF(xw[i + kk], w[kk], ag[i]);
+                    }
+            }
         }
     }
 }
 
 template <int XT, int WT>
-__global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
+__global__ __launch_bounds__(GPU_LATTICE_THREADS,
+                             GPU_SM_BLOCKS < GPU_LATTICE_MIN_BLOCKS ? GPU_SM_BLOCKS : GPU_LATTICE_MIN_BLOCKS)
+void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
     const int T = GPU_LATTICE_THREADS, R = GPU_LATTICE_RUN, TILE = T * R;
     const int V = gpu_vec_width<XT>::value;
-    const int tid = threadIdx.x, base = tid * R;
+    const int tid = threadIdx.x;
     const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size, D = a.dilation;
     const int64_t taps = gpu_lattice_taps(K), points = TILE + taps;
     /* consecutive tiles share `taps` points: the next one keeps them and loads only TILE
@@ -139,7 +153,7 @@ __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel
             const int hy = gpu_misalignment<XT>(a.y, yoff);
             if (t_begin * TILE - hy >= L_out) continue; /* the same for the whole block */
 
-            __syncthreads(); /* the previous row's reads are done */
+            gpu_sync_warp(); /* the previous row's reads are done */
             for (int64_t k = tid; k < taps; k += T)
                 ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
@@ -148,7 +162,7 @@ __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel
             int64_t j0 = t_begin * TILE - hy;
             gpu_lattice_stage<XT>(q, xrow, L, a.padding_mode, D * j0 - a.pad_left, D,
                                   gpu_min64(points, L_out - j0 + K - 1), tid);
-            __syncthreads();
+            gpu_sync_warp();
             for (int64_t t = t_begin; t < t_end && j0 < L_out; t++, j0 += TILE) {
                 const int64_t j1 = j0 + TILE; /* the next tile */
                 const bool next = t + 1 < t_end && j1 < L_out;
@@ -160,30 +174,29 @@ __global__ __launch_bounds__(GPU_LATTICE_THREADS) void dwconv_ncl_lattice_kernel
                 float acc[R];
 #pragma unroll
                 for (int i = 0; i < R; i++) acc[i] = bias;
-                gpu_lattice_sums(q, ws, base, (int)K, acc);
+                gpu_lattice_sums<V>(q, ws, tid, (int)K, acc);
                 gpu_activate_all<R>(a.activation, acc);
 
-                /* consecutive outputs: whole aligned vectors where possible */
-                const int64_t jr = j0 + base; /* this thread's first output */
-                const int64_t first = gpu_max64(0, -jr), last = gpu_min64(R, L_out - jr);
+                /* group g: V consecutive outputs, one aligned vector where whole */
 #pragma unroll
-                for (int s = 0; s < R / V; s++)
-                    if (s * V + V > first && s * V < last)
-                        gpu_store_vector<XT>(a.y, yoff + jr + s * V, acc + s * V,
-                                             (int)gpu_max64(first - s * V, 0),
-                                             (int)gpu_min64(last - s * V, V));
+                for (int g = 0; g < R / V; g++) {
+                    const int64_t jr = j0 + g * V * T + V * tid;
+                    const int64_t first = gpu_max64(0, -jr), last = gpu_min64(V, L_out - jr);
+                    if (last > first)
+                        gpu_store_vector<XT>(a.y, yoff + jr, acc + g * V, (int)first, (int)last);
+                }
                 if (!next) continue;
-                __syncthreads(); /* this tile's reads are done */
+                gpu_sync_warp(); /* this tile's reads are done */
                 if (carry) {
-                    for (int64_t n = tid; n < taps; n += T) q[gpu_lattice_slot(n)] = q[gpu_lattice_slot(TILE + n)];
-                    __syncthreads(); /* the shared points are read before they are overwritten */
+                    for (int64_t n = tid; n < taps; n += T) q[n] = q[TILE + n];
+                    gpu_sync_warp(); /* the shared points are read before they are overwritten */
 #pragma unroll
-                    for (int u = 0; u < R; u++) q[gpu_lattice_slot(taps + tid + u * T)] = v[u];
+                    for (int u = 0; u < R; u++) q[taps + tid + u * T] = v[u];
                 } else {
                     gpu_lattice_stage<XT>(q, xrow, L, a.padding_mode, D * j1 - a.pad_left, D,
                                           gpu_min64(points, L_out - j1 + K - 1), tid);
                 }
-                __syncthreads();
+                gpu_sync_warp();
             }
         }
 }

@@ -22,6 +22,15 @@ static __device__ __forceinline__ unsigned char *gpu_shared_base(void) {
 static inline unsigned char *gpu_shared_base(void) { return DWCONV_GPU_SHARED_BASE(); }
 #endif
 
+/* The most blocks an SM holds, for launch bounds: 32 on sm_80 and sm_90, 16 on the
+ * other NVIDIA targets (Turing, consumer Ampere, Ada: one-warp blocks run at most 16
+ * warps an SM there). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800 && __CUDA_ARCH__ < 900
+#define GPU_SM_BLOCKS 16
+#else
+#define GPU_SM_BLOCKS 32
+#endif
+
 /* Storage conversions. On NVIDIA GPUs the conversion instructions give exactly the
  * bits of the shared functions in dwconv_numerics.h for every non-NaN input (round
  * to nearest even, subnormals kept, overflow to infinity; bench/gpu/conversions.cu

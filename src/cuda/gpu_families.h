@@ -81,8 +81,8 @@ GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64
 }
 
 /* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
- * memory; GPU_TILE_OUTPUTS outputs per thread. */
-#define GPU_TILE_MIN_THREADS 64
+ * memory; GPU_TILE_OUTPUTS outputs per thread, blocks of one warp up to 256 threads. */
+#define GPU_TILE_MIN_THREADS GPU_WARP
 #define GPU_TILE_MAX_THREADS 256
 #define GPU_TILE_OUTPUTS 8
 

@@ -1,12 +1,12 @@
 /*
  * Channel-first (positions adjacent; rows anywhere), any stride, dilation, K and
  * padding: the general tiled kernel for what lean and lattice do not take (strided or
- * dilated K, mostly). A
- * block walks up to tiles_per_block tiles of GPU_TILE_OUTPUTS * blockDim.x
- * consecutive outputs of one row, staging each tile's x window into shared memory
- * (gpu_window.cuh, the next tile's loads in flight during the current tile's sums)
- * with the weights as f32. Thread u computes outputs o0 + u + i * blockDim.x, so that
- * at every tap a warp reads consecutive (stride 1) or evenly spread shared-memory
+ * dilated K, mostly). A block (the smallest of 32 to 256 threads whose tile covers the
+ * row, gpu_launch.cuh) walks up to tiles_per_block tiles of GPU_TILE_OUTPUTS *
+ * blockDim.x consecutive outputs of one row, staging each tile's x window into shared
+ * memory (gpu_window.cuh, the next tile's loads in flight during the current tile's
+ * sums) with the weights as f32. Thread u computes outputs o0 + u + i * blockDim.x, so
+ * that at every tap a warp reads consecutive (stride 1) or evenly spread shared-memory
  * words, and stores consecutive outputs.
  *
  * Grid: x = chunks of tiles along the row, y = channels, z = batch (each strided).
@@ -17,6 +17,13 @@
 #include "gpu_families.h"
 #include "gpu_carried.cuh"
 #include "gpu_window.cuh"
+
+/* The block's barrier: a warp barrier in blocks of one warp (no block barrier to wait
+ * at: every warp streams at its own pace), else a block barrier. */
+static __device__ __forceinline__ void gpu_tile_sync(int threads) {
+    if (threads == GPU_WARP) gpu_sync_warp();
+    else __syncthreads();
+}
 
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kernel(gpu_conv_args a) {
@@ -45,19 +52,19 @@ __global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
             gpu_window<XT> win = gpu_window_plan<XT>(xrow, L, t_begin * tile_outputs * a.stride - a.pad_left,
                                                      GPU_TILE_WINDOW(t_begin * tile_outputs));
             gpu_window_load<XT>(win, 0, tid, T, v);
-            __syncthreads(); /* the previous row's weights are no longer read */
+            gpu_tile_sync(T); /* the previous row's weights are no longer read */
             for (int64_t k = tid; k < K; k += T)
                 ws[k] = gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]);
             for (int64_t t = t_begin; t < t_end; t++) {
                 const int64_t o0 = t * tile_outputs;
-                __syncthreads(); /* the previous tile's reads are done */
+                gpu_tile_sync(T); /* the previous tile's reads are done */
                 gpu_window_put<XT>(win, xs, xrow, L, a.padding_mode, tid, T, v);
                 if (t + 1 < t_end) {
                     win = gpu_window_plan<XT>(xrow, L, (o0 + tile_outputs) * a.stride - a.pad_left,
                                               GPU_TILE_WINDOW(o0 + tile_outputs));
                     gpu_window_load<XT>(win, 0, tid, T, v);
                 }
-                __syncthreads();
+                gpu_tile_sync(T);
 
                 float acc[R];
 #pragma unroll

@@ -143,9 +143,15 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_grid_clamp(l->grid, gpu_div_up(rows * gpu_div_up(a->tiles_per_row, a->tiles_per_block), groups), 1, 1);
 }
 
+/* The smallest block whose tile covers the row (a longer tile would idle: rows of a
+ * few hundred outputs ran up to 2.6x faster in one-warp blocks than in 256-thread
+ * ones, bench/RESULTS-gpu.md run I; long rows keep large tiles, whose windows repeat
+ * less halo), then smaller while its window does not fit. */
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int xsize = gpu_dtype_size(a->dtype);
-    int threads = GPU_TILE_MAX_THREADS; /* the largest block whose window fits */
+    int threads = GPU_TILE_MIN_THREADS;
+    while (threads < GPU_TILE_MAX_THREADS && (int64_t)threads * GPU_TILE_OUTPUTS < a->output_length)
+        threads *= 2;
     while (threads > GPU_TILE_MIN_THREADS &&
            gpu_tile_smem(gpu_tile_window(threads, a->kernel_size, a->stride, a->dilation), xsize,
                          a->kernel_size) > GPU_SMEM_LIMIT)

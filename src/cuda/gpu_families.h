@@ -99,8 +99,8 @@ GPU_HD int64_t gpu_tile_smem(int64_t window, int xsize, int64_t K) {
 }
 
 /* lattice (gpu_kernel_ncl_lattice.cuh): channel-first, large K, dilation == stride:
- * blocks of one warp, GPU_LATTICE_RUN consecutive outputs per lane, GPU_LATTICE_CHUNK
- * taps per register window, GPU_LATTICE_MIN_BLOCKS blocks an SM (80 registers; ptxas -v
+ * blocks of one warp, GPU_LATTICE_RUN outputs per lane (in groups of one vector's
+ * width), GPU_LATTICE_CHUNK taps per register window, GPU_LATTICE_MIN_BLOCKS blocks an SM (80 registers; ptxas -v
  * on sm_90: about 50 bytes spilled). Measured against 128-thread blocks at 128 registers
  * and other splits in bench/RESULTS-gpu.md, run I. */
 #define GPU_LATTICE_THREADS GPU_WARP
@@ -117,6 +117,8 @@ GPU_HD int64_t gpu_lattice_taps(int64_t K) {
 GPU_HD int64_t gpu_lattice_points(int64_t K) {
     return (int64_t)GPU_LATTICE_THREADS * GPU_LATTICE_RUN + gpu_lattice_taps(K);
 }
+/* The f32 weights after the points, 16-byte aligned (16 spare bytes between them: the
+ * padded slots' old gap, kept as measured in run I; points are whole chunks already). */
 GPU_HD int64_t gpu_lattice_weights_offset(int64_t K) {
     return (gpu_lattice_points(K) + 4) * 4;
 }

@@ -4,8 +4,8 @@
  *     o*stride - pad + k*dilation = dilation*(o + k) - pad,
  * a plain stride-1, dilation-1 convolution over the lattice Q[n] = xp[dilation*n - pad].
  * A block is one warp (warp barriers only, so that every warp streams at its own pace,
- * as in lean; with 128-thread blocks and block barriers K31 ran 30% slower,
- * bench/RESULTS-gpu.md run I). It walks consecutive tiles of GPU_LATTICE_THREADS *
+ * as in lean; 128-thread blocks meeting at block barriers ran K31 at 0.327 of a copy
+ * against 0.414 for the same windows in one-warp blocks, bench/RESULTS-gpu.md run I). It walks consecutive tiles of GPU_LATTICE_THREADS *
  * GPU_LATTICE_RUN outputs of a row; it stages a tile's lattice as f32 into shared
  * memory (the next tile's new points in flight during this tile's sums, the points two
  * tiles share kept), and each lane computes GPU_LATTICE_RUN outputs in groups of one
@@ -88,6 +88,8 @@ template <int V>
 static __device__ __forceinline__ void gpu_lattice_sums(const float *q, const float *ws, int tid, int K,
                                                         float *acc) {
     const int R = GPU_LATTICE_RUN, KB = GPU_LATTICE_CHUNK, G = R / V, T = GPU_LATTICE_THREADS;
+    static_assert(GPU_LATTICE_RUN % V == 0 && (V + GPU_LATTICE_CHUNK) % 4 == 0,
+                  "a lane's outputs are whole groups; windows are whole 16-byte loads");
     for (int kc = 0; kc < K; kc += KB) {
         float w[KB];
 #pragma unroll
@@ -123,8 +125,7 @@ static __device__ __forceinline__ void gpu_lattice_sums(const float *q, const fl
 }
 
 template <int XT, int WT>
-__global__ __launch_bounds__(GPU_LATTICE_THREADS,
-                             GPU_SM_BLOCKS < GPU_LATTICE_MIN_BLOCKS ? GPU_SM_BLOCKS : GPU_LATTICE_MIN_BLOCKS)
+__global__ __launch_bounds__(GPU_LATTICE_THREADS, GPU_SM_BLOCKS_AT_MOST(GPU_LATTICE_MIN_BLOCKS))
 void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;

@@ -47,10 +47,10 @@
  * (80 registers) where 64 spill more than a few words: stride 2, K 8. Short rows
  * (each lane holds its own row's values, uniform or not): blocks of
  * GPU_LEAN_ROWS_BLOCK threads, 6 (80 registers), 4 at stride 2. ptxas -v (sm_90): at
- * most 128 bytes spilled at these. Where an SM holds fewer blocks (GPU_SM_BLOCKS in
- * gpu_portable.cuh), that many. */
+ * most 128 bytes spilled at these. Where an SM holds fewer blocks, that many
+ * (GPU_SM_BLOCKS_AT_MOST, gpu_portable.cuh). */
 #define GPU_LEAN_MIN_BLOCKS(K, S, ROWS) \
-    ((ROWS) ? ((S) > 1 ? 4 : 6) : GPU_SM_BLOCKS < 24 ? GPU_SM_BLOCKS : (S) > 1 || (K) > 7 ? 24 : 32)
+    ((ROWS) ? ((S) > 1 ? 4 : 6) : GPU_SM_BLOCKS_AT_MOST((S) > 1 || (K) > 7 ? 24 : 32))
 
 /* Whether the x vector at row positions [p, p + V) lies inside the row (one 16-byte
  * load), or crosses an end of it (gpu_lean_edge). */

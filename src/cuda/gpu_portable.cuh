@@ -30,6 +30,8 @@ static inline unsigned char *gpu_shared_base(void) { return DWCONV_GPU_SHARED_BA
 #else
 #define GPU_SM_BLOCKS 32
 #endif
+/* n blocks an SM for launch bounds, or as many as the SM holds where that is fewer. */
+#define GPU_SM_BLOCKS_AT_MOST(n) ((n) < GPU_SM_BLOCKS ? (n) : GPU_SM_BLOCKS)
 
 /* Storage conversions. On NVIDIA GPUs the conversion instructions give exactly the
  * bits of the shared functions in dwconv_numerics.h for every non-NaN input (round

@@ -166,6 +166,24 @@ START_TEST(kernel_sizes) {
 }
 END_TEST
 
+/* Rows of whole groups of a vector's lanes of chunks and more, so that every branch of
+ * the vector weight gradient runs: adjacent taps (K <= 4) in registers, the others
+ * through transposed copies; the middle of the row read where it lies (stride 1, the
+ * longer rows) or the row staged whole; with and without dbias. */
+START_TEST(weight_gradient_groups) {
+    static const int64_t steps[][2] = {{1, 1}, {1, 2}, {1, 7}, {2, 1}, {3, 2}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        for (int64_t K = 1; K <= 6; K++) {
+            const int64_t s = steps[i][0], dil = steps[i][1];
+            dwconv_desc d = shape(2, 2, s == 1 ? 3300 + 7 * K : 1100 * s + K, K);
+            d.stride = s, d.dilation = dil;
+            d.pad_left = dil * (K - 1) / 2 + (int64_t)(i % 2), d.pad_right = dil * (K - 1) / 2;
+            grad_options o = {(int)(K % 2), 1, (int)((K + (int64_t)i) % 2), 1, 0, 0};
+            expect_backward(&d, o, 700 + 10 * (uint64_t)i + (uint64_t)K);
+        }
+}
+END_TEST
+
 /* A span far beyond the row: rows are computed output by output, not staged. */
 START_TEST(huge_span) {
     dwconv_desc d = shape(2, 3, 9, 3);
@@ -301,6 +319,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, long_rows_fast_path);
     tcase_add_test(tc, padding_modes_and_steps);
     tcase_add_test(tc, kernel_sizes);
+    tcase_add_test(tc, weight_gradient_groups);
     tcase_add_test(tc, huge_span);
     tcase_add_test(tc, streamed_dx);
     tcase_add_test(tc, short_rows);

@@ -92,50 +92,62 @@ static void grad_chunks_by_tap(const float *g, const float *const *tap, int64_t 
     }
 }
 
-/* ---- VL whole chunks at once, lane m = chunk m: the row transposed by permutes ---- */
+/* ---- VL whole chunks at once, lane m = chunk m: the row transposed as it loads ---- */
 
 enum { GRAD_TRANSPOSED_REACH = 256 }; /* taps' span of a chunk (63*step + span + 1), at most */
-enum { GRAD_TRANSPOSED_COPY = 15 * 64 * 4 + GRAD_TRANSPOSED_REACH + 16 }; /* floats */
-#define VL_LOG2 (VL == 16 ? 4 : VL == 8 ? 3 : VL == 4 ? 2 : VL == 2 ? 1 : 0)
 
-/* The index vectors of a VL x VL transpose: stage st swaps the off-diagonal blocks of
- * size s = VL >> (st + 1) between rows r and r + s. */
-typedef struct grad_transpose {
-    int32_t lo[8][VL], hi[8][VL];
-} grad_transpose;
-
-static void plan_transpose(grad_transpose *q) {
-    int st = 0;
-    for (int s = VL / 2; s >= 1; s /= 2, st++)
-        for (int l = 0; l < VL; l++) {
-            q->lo[st][l] = l & s ? VL + l - s : l;
-            q->hi[st][l] = l & s ? VL + l : l + s;
-        }
+#if VEC_TRANSPOSE8
+/* Chunks [j, j + VL)'s chains in lane m = chunk j + m into part. */
+static inline void grad_store_lanes(vf acc, int64_t j, int64_t K, int64_t k, float *part) {
+    float lanes[VL];
+    vf_storeu(lanes, acc);
+    for (int m = 0; m < VL; m++) part[(j + m) * (K + 1) + k] = lanes[m];
 }
 
-/* dst[c*VL + r] = src[r*row_stride + c] for r, c < VL. */
-static inline void transpose_block(const float *src, int64_t row_stride, float *dst,
-                                   const grad_transpose *q) {
-    vf v[VL];
+/* Chunks [j, j + VL), all full, step 1, taps adjacent, NK = K <= 4: eight outputs of
+ * every chunk at a time, g and the window of taps transposed in registers (win[i] =
+ * the padded positions t0 + i of each chunk); reads nothing past the last tap. */
+ALWAYS_INLINE void grad_chunks_in_registers(const float *g, const float *x0, int64_t K, int64_t j,
+                                            float *part, const int NK, const int sums) {
+    const int64_t o = j * DWCONV_GRAD_CHUNK;
+    vf win[8 + 3], acc[4], sum = vf_set1(0.0f);
     UNROLLED
-    for (int r = 0; r < VL; r++) v[r] = vf_loadu(src + r * row_stride);
-    UNROLLED
-    for (int st = 0; st < VL_LOG2; st++) {
-        const int s = VL >> (st + 1);
-        const vi lo = vi_loadu(q->lo[st]), hi = vi_loadu(q->hi[st]);
+    for (int k = 0; k < NK; k++) acc[k] = vf_set1(0.0f);
+    vf_load_transposed8(x0 + o, DWCONV_GRAD_CHUNK, win);
+    for (int64_t t0 = 0; t0 < DWCONV_GRAD_CHUNK; t0 += 8) {
+        vf gt[8];
+        vf_load_transposed8(g + o + t0, DWCONV_GRAD_CHUNK, gt);
+        if (NK > 1) vf_load_transposed8(x0 + o + t0 + NK - 1, DWCONV_GRAD_CHUNK, win + NK - 1);
+        else if (t0 > 0) vf_load_transposed8(x0 + o + t0, DWCONV_GRAD_CHUNK, win);
         UNROLLED
-        for (int r = 0; r < VL; r++)
-            if (!(r & s)) {
-                const vf a = v[r], b = v[r + s];
-                v[r] = vf_permute2(a, lo, b);
-                v[r + s] = vf_permute2(a, hi, b);
-            }
+        for (int t = 0; t < 8; t++) {
+            UNROLLED
+            for (int k = 0; k < NK; k++) acc[k] = vf_fma(gt[t], win[t + k], acc[k]);
+            if (sums) sum = vf_add(sum, gt[t]);
+        }
+        UNROLLED
+        for (int k = 0; k + 1 < NK; k++) win[k] = win[8 + k];
     }
     UNROLLED
-    for (int r = 0; r < VL; r++) vf_storeu(dst + r * VL, v[r]);
+    for (int k = 0; k < NK; k++) grad_store_lanes(acc[k], j, K, k, part);
+    if (sums) grad_store_lanes(sum, j, K, K, part);
 }
 
-/* Taps [k0, k0 + NK) of chunks [j, j + VL): NK chains in flight. */
+static void grad_chunks_adjacent(const float *g, const float *x0, int64_t K, int64_t j, int sums,
+                                 float *part) {
+    switch (K + 4 * !!sums) {
+    case 1: grad_chunks_in_registers(g, x0, K, j, part, 1, 0); break;
+    case 2: grad_chunks_in_registers(g, x0, K, j, part, 2, 0); break;
+    case 3: grad_chunks_in_registers(g, x0, K, j, part, 3, 0); break;
+    case 4: grad_chunks_in_registers(g, x0, K, j, part, 4, 0); break;
+    case 5: grad_chunks_in_registers(g, x0, K, j, part, 1, 1); break;
+    case 6: grad_chunks_in_registers(g, x0, K, j, part, 2, 1); break;
+    case 7: grad_chunks_in_registers(g, x0, K, j, part, 3, 1); break;
+    default: grad_chunks_in_registers(g, x0, K, j, part, 4, 1); break;
+    }
+}
+
+/* Taps [k0, k0 + NK) of chunks [j, j + VL) from the transposed gt and xt. */
 ALWAYS_INLINE void grad_taps_transposed(const float *gt, const float *xt, int64_t step,
                                         int64_t dil, int64_t K, int64_t j, int64_t k0,
                                         float *part, const int NK) {
@@ -148,32 +160,33 @@ ALWAYS_INLINE void grad_taps_transposed(const float *gt, const float *xt, int64_
         for (int i = 0; i < NK; i++)
             acc[i] = vf_fma(gv, vf_loadu(xt + (t * step + (k0 + i) * dil) * VL), acc[i]);
     }
-    float lanes[VL];
-    for (int i = 0; i < NK; i++) {
-        vf_storeu(lanes, acc[i]);
-        for (int m = 0; m < VL; m++) part[(j + m) * (K + 1) + k0 + i] = lanes[m];
-    }
+    UNROLLED
+    for (int i = 0; i < NK; i++) grad_store_lanes(acc[i], j, K, k0 + i, part);
 }
 
 /* Chunks [j, j + VL), all full, their taps within GRAD_TRANSPOSED_REACH: g and x
- * transposed so that lane m follows chunk m's chains; reads up to VL - 1 floats past
- * the last tap. */
+ * transposed into gt and xt, then the chains four taps at a time; reads up to 7 floats
+ * past the last tap. */
 static void grad_chunks_transposed(const float *g, const float *x0, int64_t step, int64_t dil,
-                                   int64_t K, int64_t j, int sums, float *part,
-                                   const grad_transpose *q) {
+                                   int64_t K, int64_t j, int sums, float *part) {
     float gt[DWCONV_GRAD_CHUNK * VL], xt[GRAD_TRANSPOSED_REACH * VL];
-    float copy[GRAD_TRANSPOSED_COPY];
     const int64_t o = j * DWCONV_GRAD_CHUNK, reach = (DWCONV_GRAD_CHUNK - 1) * step + (K - 1) * dil + 1;
-    /* g and x are first read here: front to back into a copy (a stream the prefetchers
-     * follow; the transposes' order is not), then transposed from it */
-    const int64_t rows = VL * DWCONV_GRAD_CHUNK;
-    for (int64_t i = 0; i < rows; i += VL) vf_storeu(copy + i, vf_loadu(g + o + i));
-    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t += VL)
-        transpose_block(copy + t, DWCONV_GRAD_CHUNK, gt + t * VL, q);
-    const int64_t span = (VL - 1) * DWCONV_GRAD_CHUNK * step + (reach + VL - 1) / VL * VL;
-    for (int64_t i = 0; i < span; i += VL) vf_storeu(copy + i, vf_loadu(x0 + o * step + i));
-    for (int64_t t = 0; t < reach; t += VL)
-        transpose_block(copy + t, DWCONV_GRAD_CHUNK * step, xt + t * VL, q);
+    vf sum = vf_set1(0.0f);
+    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t += 8) {
+        vf v[8];
+        vf_load_transposed8(g + o + t, DWCONV_GRAD_CHUNK, v);
+        UNROLLED
+        for (int r = 0; r < 8; r++) {
+            vf_storeu(gt + (t + r) * VL, v[r]);
+            if (sums) sum = vf_add(sum, v[r]);
+        }
+    }
+    for (int64_t t = 0; t < reach; t += 8) {
+        vf v[8];
+        vf_load_transposed8(x0 + o * step + t, DWCONV_GRAD_CHUNK * step, v);
+        UNROLLED
+        for (int r = 0; r < 8; r++) vf_storeu(xt + (t + r) * VL, v[r]);
+    }
     for (int64_t k0 = 0; k0 < K; k0 += 4) {
         switch (K - k0) {
         case 1: grad_taps_transposed(gt, xt, step, dil, K, j, k0, part, 1); break;
@@ -182,13 +195,9 @@ static void grad_chunks_transposed(const float *g, const float *x0, int64_t step
         default: grad_taps_transposed(gt, xt, step, dil, K, j, k0, part, 4); break;
         }
     }
-    if (!sums) return;
-    vf sum = vf_set1(0.0f);
-    for (int64_t t = 0; t < DWCONV_GRAD_CHUNK; t++) sum = vf_add(sum, vf_loadu(gt + t * VL));
-    float lanes[VL];
-    vf_storeu(lanes, sum);
-    for (int m = 0; m < VL; m++) part[(j + m) * (K + 1) + K] = lanes[m];
+    if (sums) grad_store_lanes(sum, j, K, K, part);
 }
+#endif
 
 /* Chunk j (maybe short), scalar. */
 static void grad_chunk(const float *g, const float *const *tap, int64_t step, int64_t K,
@@ -212,16 +221,18 @@ static void k_grad_partials(const float *g, const float *const *tap, int64_t ste
     int by_output = VL > 1 && K <= VL;
     for (int64_t k = 1; k < K; k++) by_output = by_output && tap[k] == tap[0] + k;
     int64_t j = 0;
+#if VEC_TRANSPOSE8
     /* equal taps (tap[k] == tap[0] + k*dil) within reach: the transposed chunks */
     const int64_t dil = K > 1 ? tap[1] - tap[0] : 0;
-    int even = VEC_CHEAP_PERMUTE && dil >= 0 && step <= 4 &&
+    int even = dil >= 0 && step <= 4 &&
                (DWCONV_GRAD_CHUNK - 1) * step + (K - 1) * dil + VL <= GRAD_TRANSPOSED_REACH;
     for (int64_t k = 1; k < K; k++) even = even && tap[k] == tap[0] + k * dil;
-    if (even && full >= VL) {
-        grad_transpose q;
-        plan_transpose(&q);
-        for (; j + VL <= full; j += VL) grad_chunks_transposed(g, tap[0], step, dil, K, j, sums, part, &q);
+    const int in_registers = step == 1 && K <= 4 && (dil == 1 || K == 1);
+    for (; even && j + VL <= full; j += VL) {
+        if (in_registers) grad_chunks_adjacent(g, tap[0], K, j, sums, part);
+        else grad_chunks_transposed(g, tap[0], step, dil, K, j, sums, part);
     }
+#endif
     for (; j + GRAD_CHUNKS_IN_FLIGHT <= full; j += GRAD_CHUNKS_IN_FLIGHT) {
         if (by_output && sums) grad_chunks_by_output(g, tap[0], step, K, j, part, 1);
         else if (by_output) grad_chunks_by_output(g, tap[0], step, K, j, part, 0);

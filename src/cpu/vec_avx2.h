@@ -11,7 +11,7 @@
 #define VEC_LANES 8
 #define VEC_BLOCK 4 /* output vectors in flight: 16 ymm registers leave room for 4 */
 #define VEC_WINDOW_OVERREAD 0 /* windows are plain loads (no cross-lane valignd here) */
-#define VEC_CHEAP_PERMUTE 0 /* vf_permute2 is four instructions */
+#define VEC_TRANSPOSE8 0 /* no vf_load_transposed8: the weight gradient goes by output */
 
 typedef __m256 vf;  /* 8 floats */
 typedef __m256i vi; /* 8 int32 */

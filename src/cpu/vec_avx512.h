@@ -14,7 +14,7 @@
  * FMAs/ns against 4.6 with shifts only and 3.7 with loads only, K = 31). The register
  * windows need the vector after the last tap's: up to 16 floats more are read. */
 #define VEC_WINDOW_OVERREAD 16
-#define VEC_CHEAP_PERMUTE 1 /* vf_permute2 is one instruction: transposes pay */
+#define VEC_TRANSPOSE8 1 /* vf_load_transposed8 is cheap: the weight gradient uses it */
 
 typedef __m512 vf;    /* 16 floats */
 typedef __m512i vi;   /* 16 int32 */
@@ -70,6 +70,32 @@ static inline vf vf_load_even(const float *p) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
     return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 16));
+}
+
+/* out[c] lane r = s[r*stride + c] for c < 8, r < 16: an 8-column block of 16 rows
+ * transposed as it loads. Row halves go in by the load's insert and the rest stays
+ * inside 128-bit lanes but for one shuffle per output: cheaper on Zen 5 than the
+ * two-source permutes of a log2(16)-stage network (bench/RESULTS-cpu.md). */
+static inline void vf_load_transposed8(const float *s, int64_t stride, vf *out) {
+    __m512 u[2][4];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) { /* rows 8h .. 8h + 7 */
+        __m512 w[4], t[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) /* lanes 0-7: row 8h + r, lanes 8-15: row 8h + r + 4 */
+            w[r] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(s + (8 * h + r) * stride)),
+                                      _mm256_loadu_ps(s + (8 * h + r + 4) * stride), 1);
+        t[0] = _mm512_unpacklo_ps(w[0], w[1]), t[1] = _mm512_unpackhi_ps(w[0], w[1]);
+        t[2] = _mm512_unpacklo_ps(w[2], w[3]), t[3] = _mm512_unpackhi_ps(w[2], w[3]);
+        /* u[h][c], 128-bit lane q: rows 8h + 4(q/2) .. + 3 of column c + 4(q%2) */
+        u[h][0] = _mm512_shuffle_ps(t[0], t[2], 0x44), u[h][1] = _mm512_shuffle_ps(t[0], t[2], 0xee);
+        u[h][2] = _mm512_shuffle_ps(t[1], t[3], 0x44), u[h][3] = _mm512_shuffle_ps(t[1], t[3], 0xee);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        out[c] = _mm512_shuffle_f32x4(u[0][c], u[1][c], 0x88);
+        out[c + 4] = _mm512_shuffle_f32x4(u[0][c], u[1][c], 0xdd);
+    }
 }
 
 /* ---- 16-bit storage ---- */

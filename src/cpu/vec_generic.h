@@ -11,7 +11,7 @@
 #define VEC_LANES 1
 #define VEC_BLOCK 8
 #define VEC_WINDOW_OVERREAD 0
-#define VEC_CHEAP_PERMUTE 0
+#define VEC_TRANSPOSE8 0 /* no vf_load_transposed8 */
 
 typedef float vf;
 typedef int32_t vi;

@@ -44,7 +44,7 @@ typedef struct grad_job {
     int64_t right_begin;/* the scattered inputs */
     int staged, want_dx, want_dw, want_db;
     int direct;         /* f32 x with adjacent positions: outputs [o_left, o_right) read */
-    int64_t o_left;     /* x where it lies (chunk-aligned ends); only the edges are */
+    int64_t o_left;     /* x where it lies (ends on groups of chunks); only the edges are */
     int64_t o_right;    /* staged */
     int dy_direct;      /* f32 dy with adjacent positions: read where it lies */
     int stream;         /* dx is larger than the caches: stored around them */
@@ -103,10 +103,13 @@ static void plan_direct(grad_job *j) {
     const int f32 = p->desc.dtype == DWCONV_F32;
     j->dy_direct = f32 && dy->stride[2] == 1;
     j->stream = dx->data && dwconv_cpu_streams(dx->bytes);
-    /* outputs whose taps (and the kernels' over-reads, below 64 floats) lie in x */
-    j->o_left = min64(j->L_out, dwconv_round_up(dwconv_interior_begin(j->pad, j->s), DWCONV_GRAD_CHUNK));
+    /* outputs whose taps (and the kernels' over-reads, below 64 floats) lie in x, in
+     * whole groups of a vector's lanes of chunks (the edges are staged in groups too,
+     * so that every group of a row takes the kernels' vector path) */
+    const int64_t group = DWCONV_GRAD_CHUNK * j->kernels->lanes;
+    j->o_left = min64(j->L_out, dwconv_round_up(dwconv_interior_begin(j->pad, j->s), group));
     int64_t end = dwconv_interior_end(j->L, j->pad, j->s, j->span + 64, j->L_out, j->o_left);
-    j->o_right = end == j->L_out ? end : end / DWCONV_GRAD_CHUNK * DWCONV_GRAD_CHUNK;
+    j->o_right = end == j->L_out ? end : end / group * group;
     j->dx_direct = f32 && dx->data && dx->stride[2] == 1 && j->S == 0 &&
                    !p->operand[DWCONV_ROLE_DSTATE_IN].data &&
                    !p->operand[DWCONV_ROLE_DSTATE_OUT].data;

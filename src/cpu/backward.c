@@ -19,6 +19,7 @@
  * per output, as the reference does. */
 #include <config.h>
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -473,6 +474,27 @@ static void channel_sums(const grad_job *j, float *tree, int64_t c) {
     }
 }
 
+/* The rows a thread takes, ROW_GROUP at a time from *next_group; it takes its next group
+ * as it starts the last row of the current one, so that the next row is known, and
+ * prefetched, across groups too. */
+static void thread_rows(const grad_job *j, const grad_scratch *sc, atomic_llong *next_group) {
+    const int64_t rows = j->B * j->C, groups = ceil_div(rows, ROW_GROUP);
+    int64_t group = atomic_fetch_add(next_group, 1);
+    while (group < groups) {
+        const int64_t end = min64(rows, (group + 1) * ROW_GROUP);
+        int64_t following = groups;
+        for (int64_t r = group * ROW_GROUP; r < end; r++) {
+            if (r + 1 == end) following = atomic_fetch_add(next_group, 1);
+            const int64_t after = r + 1 < end ? r + 1 : following < groups ? following * ROW_GROUP : -1;
+            row_prefetch f;
+            if (j->staged && after >= 0) plan_prefetch(j, after, &f);
+            if (j->staged) staged_row(j, sc, r / j->C, r % j->C, after >= 0 ? &f : NULL);
+            else per_output_row(j, sc, r / j->C, r % j->C);
+        }
+        group = following;
+    }
+}
+
 static dwconv_status no_memory(char *msg) {
     snprintf(msg, DWCONV_MSG_SIZE, "cannot allocate the cpu backward's scratch memory");
     return DWCONV_ERROR_OUT_OF_MEMORY;
@@ -519,8 +541,8 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
                               (j.dx_nt ? DWCONV_CPU_PATH_STREAMED_DX : 0));
 
     const int64_t CK = j.C * j.K;
-    const int64_t groups = ceil_div(rows, ROW_GROUP);
     const void *w = p->operand[DWCONV_ROLE_WEIGHT].data, *bias = p->operand[DWCONV_ROLE_BIAS].data;
+    atomic_llong next_group = 0;
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
@@ -530,17 +552,8 @@ dwconv_status dwconv_cpu_backward_with(const dwconv_cpu_kernels *kernels, const 
             for (int64_t c = 0; c < j.C; c++) weight[CK + c] = dwconv_load(d->weight_dtype, bias, c);
         }
         const grad_scratch sc = thread_scratch(&j, dwconv_cpu_thread_index());
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t group = 0; group < groups; group++) { /* the next row prefetched */
-            const int64_t end = min64(rows, (group + 1) * ROW_GROUP);
-            for (int64_t r = group * ROW_GROUP; r < end; r++) {
-                const int64_t b = r / j.C, c = r % j.C;
-                row_prefetch f;
-                if (j.staged && r + 1 < end) plan_prefetch(&j, r + 1, &f);
-                if (j.staged) staged_row(&j, &sc, b, c, r + 1 < end ? &f : NULL);
-                else per_output_row(&j, &sc, b, c);
-            }
-        }
+        thread_rows(&j, &sc, &next_group);
+#pragma omp barrier
         if (j.stream) kernels->fence();
         if (j.want_dw) {
 #pragma omp for schedule(static)

@@ -211,7 +211,8 @@ static float gathered_input(const grad_job *j, const float *g, const float *w, i
     float acc = 0.0f;
     for (int64_t k = j->K - 1; k >= 0; k--) {
         int64_t t = i + j->pad - k * j->d; /* o * s: >= 0 and < L_out * s in the interior */
-        if (t % j->s == 0) acc = DWCONV_FMAF(g[t / j->s], w[k], acc);
+        if (j->s == 1) acc = DWCONV_FMAF(g[t], w[k], acc); /* (no division per tap) */
+        else if (t % j->s == 0) acc = DWCONV_FMAF(g[t / j->s], w[k], acc);
     }
     return acc;
 }

@@ -273,10 +273,34 @@ static void plan_prefetch(const grad_job *j, int64_t r, row_prefetch *f) {
     f->step = pieces > 0 ? ceil_div(most, pieces) : most;
 }
 
+/* Where the row's chunk partials stand: the next PIECE outputs of segment i from o. */
+typedef struct weight_pieces {
+    const float *g;
+    const tap_segment *seg;
+    int segs, i;
+    int64_t o;
+} weight_pieces;
+
+/* The next piece of the row's chunk partials; 0 when none is left. Segments, and so
+ * pieces, start on chunk boundaries: each chunk's chains are computed whole, by
+ * whichever kernel path, to the same bits, in whatever order the pieces come. */
+static int weight_piece(const grad_job *j, const grad_scratch *sc, weight_pieces *wp) {
+    while (wp->i < wp->segs && wp->o >= wp->seg[wp->i].end)
+        if (++wp->i < wp->segs) wp->o = wp->seg[wp->i].begin;
+    if (wp->i >= wp->segs) return 0;
+    const tap_segment *sg = &wp->seg[wp->i];
+    for (int64_t k = 0; k < j->K; k++) sc->tap[k] = sg->x0 + (wp->o - sg->begin) * j->s + k * j->d;
+    j->kernels->grad_partials(wp->g + wp->o, (const float *const *)sc->tap, j->s, j->K,
+                              min64(PIECE, sg->end - wp->o), j->want_db,
+                              sc->part + wp->o / DWCONV_GRAD_CHUNK * (j->K + 1));
+    wp->o += PIECE;
+    return 1;
+}
+
 /* acc[S + i] = dx[i] before the final states' gradient; acc[s] = dinitial_states[s].
  * acc is sc->acc, or (direct_dx) the row of dx itself. */
 static void input_gradient(const grad_job *j, const grad_scratch *sc, const float *g,
-                           const float *w, float *acc, row_prefetch *f) {
+                           const float *w, float *acc, row_prefetch *f, weight_pieces *wp) {
     const int64_t S = j->S, K = j->K;
     for (int64_t i = 0; i < S + j->A; i++) acc[i] = 0.0f;
     for (int64_t i = S + j->Bi; i < S + j->L; i++) acc[i] = 0.0f;
@@ -308,6 +332,7 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
                 sc->rtap[m] = g + (i + at + j->pad - (K - 1 - m) * j->d);
             j->kernels->conv(&taps, min64(PIECE, n - at), acc + S + i + at);
             prefetch_slice(f);
+            if (wp && weight_piece(j, sc, wp)) prefetch_slice(f);
         }
         i += n;
     }
@@ -407,23 +432,16 @@ static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int
     if (p->desc.activation != DWCONV_ACT_NONE || j->want_dw)
         segs = row_segments(j, sc, x_row, x->stride[2], b, c, seg);
     const float *g = output_gradient(j, sc, b, c, w, seg, segs);
+    weight_pieces wp = {.g = g, .seg = seg, .segs = j->want_dw ? segs : 0, .i = 0,
+                        .o = segs ? seg[0].begin : 0};
     if (j->want_dx) {
         float *dx_row = direct_dx(j, b, c);
-        input_gradient(j, sc, g, w, dx_row ? dx_row : sc->acc, f);
+        /* dweight's pieces between dx's, while their g is fresh */
+        input_gradient(j, sc, g, w, dx_row ? dx_row : sc->acc, f, &wp);
         if (!dx_row) store_input_gradient(j, sc->acc, b, c);
     }
     if (j->want_dw) {
-        /* segments, and so pieces, start on chunk boundaries: each chunk's chains are
-         * computed whole, by whichever kernel path, to the same bits */
-        for (int i = 0; i < segs; i++)
-            for (int64_t o = seg[i].begin; o < seg[i].end; o += PIECE) {
-                for (int64_t k = 0; k < j->K; k++)
-                    sc->tap[k] = seg[i].x0 + (o - seg[i].begin) * j->s + k * j->d;
-                j->kernels->grad_partials(g + o, (const float *const *)sc->tap, j->s, j->K,
-                                          min64(PIECE, seg[i].end - o), j->want_db,
-                                          sc->part + o / DWCONV_GRAD_CHUNK * (j->K + 1));
-                prefetch_slice(f);
-            }
+        while (weight_piece(j, sc, &wp)) prefetch_slice(f);
         row_sums(j, sc, b, c);
     }
 }

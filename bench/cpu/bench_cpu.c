@@ -253,23 +253,9 @@ static void print_row(const bench_case *c, const result *r, int threads) {
     fflush(stdout);
 }
 
-/* Others' builds share this machine's cores: with --wait-quiet, each case starts on a
- * quiet machine (load average below the bound, no task waiting for a core), and runs
- * again, up to three times, when something else took a core while it ran. */
-enum { QUIET_PRESSURE = 2, DISTURBED_PRESSURE = 10, ATTEMPTS = 3 };
-
-static void wait_quiet(const options *o) {
-    for (int waited = 0; waited < 1800; waited += 10) {
-        double pressure = bench_cpu_pressure();
-        if (atof(bench_load_average()) < o->wait_quiet && pressure < QUIET_PRESSURE) return;
-        struct timespec ten = {10, 0};
-        nanosleep(&ten, NULL);
-    }
-}
-
-static int disturbed(const options *o) {
-    return o->wait_quiet > 0 && bench_cpu_pressure() > DISTURBED_PRESSURE;
-}
+/* With --wait-quiet, each case starts on a quiet machine and runs again, up to three
+ * times, when something else took a core while it ran (bench_wait_quiet). */
+enum { ATTEMPTS = 3 };
 
 int main(int argc, char **argv) {
     options o;
@@ -286,8 +272,8 @@ int main(int argc, char **argv) {
         result r;
         int rc = 0;
         for (int attempt = 0; attempt < (o.wait_quiet > 0 ? ATTEMPTS : 1); attempt++) {
-            if (o.wait_quiet > 0) wait_quiet(&o);
-            if ((rc = run_case(&o, &cases[i], ctx, &r)) || !disturbed(&o)) break;
+            bench_wait_quiet(o.wait_quiet);
+            if ((rc = run_case(&o, &cases[i], ctx, &r)) || !bench_disturbed(o.wait_quiet)) break;
             fprintf(stderr, "bench_cpu: %s: another task took a core, again\n", cases[i].name);
         }
         if (rc) {
@@ -298,7 +284,7 @@ int main(int argc, char **argv) {
         print_row(&cases[i], &r, cases[i].threads ? cases[i].threads : o.threads);
         failed |= r.bitwise == 0;
     }
-    failed |= bench_train_serve(ctx, o.threads, o.warmup, o.repeat, o.check, o.only);
+    failed |= bench_train_serve(ctx, o.threads, o.warmup, o.repeat, o.check, o.only, o.wait_quiet);
     printf("\nload average at end: %s\n", bench_load_average());
     dwconv_context_destroy(ctx);
     return failed;

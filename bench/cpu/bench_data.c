@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_data.h"
 #include "dwconv_numerics.h" /* the exact f16/bf16 widening */
@@ -138,3 +139,15 @@ double bench_cpu_pressure(void) {
     if (f) fclose(f);
     return some;
 }
+
+enum { QUIET_PRESSURE = 2, DISTURBED_PRESSURE = 10 };
+
+void bench_wait_quiet(double load) {
+    for (int waited = 0; load > 0 && waited < 1800; waited += 10) {
+        if (atof(bench_load_average()) < load && bench_cpu_pressure() < QUIET_PRESSURE) return;
+        struct timespec ten = {10, 0};
+        nanosleep(&ten, NULL);
+    }
+}
+
+int bench_disturbed(double load) { return load > 0 && bench_cpu_pressure() > DISTURBED_PRESSURE; }

@@ -7,8 +7,9 @@
 
 /* Times the cases whose name contains `only` (NULL: all) on `threads` threads, each
  * against a same-run copy, and prints their table; nonzero when one failed or
- * differed from its oracle. */
+ * differed from its oracle. wait_quiet > 0: each case starts on a quiet machine and
+ * is timed again (up to three times) when another task took a core (bench_data.h). */
 int bench_train_serve(dwconv_context *ctx, int threads, int warmup, int repeat, int check,
-                      const char *only);
+                      const char *only, double wait_quiet);
 
 #endif

@@ -253,9 +253,18 @@ static void print_row(const bench_case *c, const result *r, int threads) {
     fflush(stdout);
 }
 
-/* With --wait-quiet, each case starts on a quiet machine and runs again, up to three
- * times, when something else took a core while it ran (bench_wait_quiet). */
-enum { ATTEMPTS = 3 };
+/* One case's run, for bench_run_quietly. */
+typedef struct case_run {
+    const options *o;
+    const bench_case *c;
+    dwconv_context *ctx;
+    result *r;
+} case_run;
+
+static int run_case_quietly(void *arg) {
+    const case_run *cr = arg;
+    return run_case(cr->o, cr->c, cr->ctx, cr->r);
+}
 
 int main(int argc, char **argv) {
     options o;
@@ -270,13 +279,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < CASES; i++) {
         if (o.only && !strstr(cases[i].name, o.only)) continue;
         result r;
-        int rc = 0;
-        for (int attempt = 0; attempt < (o.wait_quiet > 0 ? ATTEMPTS : 1); attempt++) {
-            bench_wait_quiet(o.wait_quiet);
-            if ((rc = run_case(&o, &cases[i], ctx, &r)) || !bench_disturbed(o.wait_quiet)) break;
-            fprintf(stderr, "bench_cpu: %s: another task took a core, again\n", cases[i].name);
-        }
-        if (rc) {
+        case_run cr = {&o, &cases[i], ctx, &r};
+        if (bench_run_quietly(o.wait_quiet, cases[i].name, run_case_quietly, &cr)) {
             fprintf(stderr, "bench_cpu: %s: %s\n", cases[i].name, dwconv_last_error());
             failed = 1;
             continue;

@@ -45,11 +45,11 @@ const char *bench_load_average(void);
  * the bench's own threads alone on the cores it stays near 0. */
 double bench_cpu_pressure(void);
 
-/* Others' builds share this machine's cores: with a bound (> 0), wait until the
- * 1-minute load average is below it and no task waits for a core (at most 30 minutes);
- * 0: return at once. bench_disturbed: whether, with a bound, some task took a core
- * while the last case ran (then run it again). */
-void bench_wait_quiet(double load);
-int bench_disturbed(double load);
+/* Runs run(arg) (nonzero: it failed) and returns what it returned. Others' builds
+ * share this machine's cores: with a load bound (> 0), each attempt starts once the
+ * 1-minute load average is below it and no task waits for a core (30 minutes at most),
+ * and the run is repeated, three times at most, when some task took a core while it
+ * ran; 0: run once, at once. */
+int bench_run_quietly(double load, const char *name, int (*run)(void *), void *arg);
 
 #endif

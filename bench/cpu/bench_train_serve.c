@@ -145,6 +145,20 @@ static void release(serve_data *s) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) dwconv_free(s->ctx, all[i]);
 }
 
+/* One case timed against its copy, for bench_run_quietly. */
+typedef struct timed_case {
+    dwconv_context *ctx;
+    int warmup, repeat;
+    serve_data *s;
+    const char *name;
+    pair_timing *t;
+} timed_case;
+
+static int time_case(void *arg) {
+    const timed_case *tc = arg;
+    return pair_time(tc->ctx, tc->warmup, tc->repeat, run_case, tc->s, run_copy, tc->s, tc->name, tc->t);
+}
+
 int bench_train_serve(dwconv_context *ctx, int threads, int warmup, int repeat, int check,
                       const char *only, double wait_quiet) {
     int failed = 0, header = 0;
@@ -173,15 +187,8 @@ int bench_train_serve(dwconv_context *ctx, int threads, int warmup, int repeat, 
             free(before);
         }
         pair_timing t;
-        int rc = 0;
-        for (int attempt = 0; attempt < (wait_quiet > 0 ? 3 : 1); attempt++) {
-            bench_wait_quiet(wait_quiet);
-            if ((rc = pair_time(ctx, warmup, repeat, run_case, &s, run_copy, &s, c->name, &t)) ||
-                !bench_disturbed(wait_quiet))
-                break;
-            fprintf(stderr, "bench_cpu: %s: another task took a core, again\n", c->name);
-        }
-        if (rc) {
+        timed_case tc = {ctx, warmup, repeat, &s, c->name, &t};
+        if (bench_run_quietly(wait_quiet, c->name, time_case, &tc)) {
             fprintf(stderr, "bench_cpu: %s: %s\n", c->name, dwconv_last_error());
             failed = 1;
         } else {

@@ -51,12 +51,20 @@ DWCONV_HD float dwconv_activation_grad(int activation, float z, float dy) {
  * left (returned; +0 for n = 0). An aligned group of 2^j consecutive partials is
  * combined the same way inside the whole tree, so a block of threads may reduce its
  * aligned group on its own and leave only the group's sum for later. */
-DWCONV_HD float dwconv_grad_tree(float *a, int64_t n) {
+DWCONV_HD float dwconv_grad_trees(float *a, int64_t n, int64_t w);
+DWCONV_HD float dwconv_grad_tree(float *a, int64_t n) { return dwconv_grad_trees(a, n, 1); }
+
+/* w such trees side by side (value i of tree k at a[i * w + k]), level by level, each
+ * sum the same two values as in the tree alone; returns tree 0's total (tree k's at
+ * a[k]; n = 0: +0, nothing written). */
+DWCONV_HD float dwconv_grad_trees(float *a, int64_t n, int64_t w) {
     if (n == 0) return 0.0f;
     while (n > 1) {
-        int64_t half = n / 2;
-        for (int64_t i = 0; i < half; i++) a[i] = a[2 * i] + a[2 * i + 1];
-        if (n % 2) a[half] = a[n - 1];
+        const int64_t half = n / 2;
+        for (int64_t i = 0; i < half; i++)
+            for (int64_t k = 0; k < w; k++) a[i * w + k] = a[2 * i * w + k] + a[(2 * i + 1) * w + k];
+        if (n % 2)
+            for (int64_t k = 0; k < w; k++) a[half * w + k] = a[(n - 1) * w + k];
         n = half + n % 2;
     }
     return a[0];

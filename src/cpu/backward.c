@@ -340,19 +340,14 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
 }
 
 /* The row's chunk partials, then its tree: rows[c][b][k]. The K + 1 trees go side by
- * side in part itself, level by level as dwconv_grad_tree goes (each sum the same
- * two partials), rather than one tap at a time through a copy. */
+ * side in part itself (dwconv_grad_trees), rather than one tap at a time through a
+ * copy. */
 static void row_sums(const grad_job *j, const grad_scratch *sc, int64_t b,
                      int64_t c) {
     const int64_t w = j->K + 1;
-    float *a = sc->part, *row = j->rows + (c * j->B + b) * w;
-    int64_t n = dwconv_grad_chunks(j->L_out);
-    for (; n > 1; n = n / 2 + n % 2) {
-        for (int64_t i = 0; i < n / 2; i++)
-            for (int64_t k = 0; k < w; k++) a[i * w + k] = a[2 * i * w + k] + a[(2 * i + 1) * w + k];
-        if (n % 2) memmove(a + n / 2 * w, a + (n - 1) * w, sizeof(float) * (size_t)w);
-    }
-    for (int64_t k = 0; k < w; k++) row[k] = n == 0 ? 0.0f : a[k];
+    float *row = j->rows + (c * j->B + b) * w;
+    dwconv_grad_trees(sc->part, dwconv_grad_chunks(j->L_out), w);
+    memcpy(row, sc->part, sizeof(float) * (size_t)w);
 }
 
 /* g of row (b, c) into sc->g, or dy itself (returned). */

@@ -268,7 +268,8 @@ static void plan_prefetch(const grad_job *j, int64_t r, row_prefetch *f) {
         most = max64(most, f->lines[s]);
     }
     const int64_t pieces = (j->want_dx ? ceil_div(j->L, PIECE) : 0) +
-                           (j->want_dw ? ceil_div(j->L_out, PIECE) : 0);
+                           (j->want_dw ? ceil_div(j->L_out, PIECE) : 0) +
+                           (p->desc.activation != DWCONV_ACT_NONE ? ceil_div(j->L_out, PIECE) : 0);
     f->done = 0;
     f->step = pieces > 0 ? ceil_div(most, pieces) : most;
 }
@@ -350,9 +351,11 @@ static void row_sums(const grad_job *j, const grad_scratch *sc, int64_t b,
     memcpy(row, sc->part, sizeof(float) * (size_t)w);
 }
 
-/* g of row (b, c) into sc->g, or dy itself (returned). */
+/* g of row (b, c) into sc->g, or dy itself (returned); with an activation in pieces of
+ * PIECE outputs, the next row's prefetch advanced after each (f may be NULL). */
 static const float *output_gradient(const grad_job *j, const grad_scratch *sc, int64_t b,
-                                    int64_t c, const float *w, const tap_segment *seg, int segs) {
+                                    int64_t c, const float *w, const tap_segment *seg, int segs,
+                                    row_prefetch *f) {
     const dwconv_problem *p = j->p;
     const dwconv_desc *d = &p->desc;
     const dwconv_operand *dy = &p->operand[DWCONV_ROLE_DY];
@@ -366,23 +369,27 @@ static const float *output_gradient(const grad_job *j, const grad_scratch *sc, i
     const float bias = j->bias ? j->bias[c] : 0.0f;
     float *z = sc->g;
     for (int i = 0; i < segs; i++) { /* in order: a segment's rounded-up tail is rewritten */
-        const int64_t n = seg[i].end - seg[i].begin;
-        if (j->s <= 2) {
-            for (int64_t k = 0; k < j->K; k++) sc->tap[k] = seg[i].x0 + k * j->d;
-            dwconv_cpu_taps taps = {.tap = sc->tap, .dtype = DWCONV_F32, .stride = (int)j->s,
-                                    .weight = w, .kernel_size = j->K, .bias = bias,
-                                    .activation = DWCONV_ACT_NONE};
-            j->kernels->conv(&taps, dwconv_round_up(n, j->kernels->lanes), z + seg[i].begin);
-        } else {
-            for (int64_t o = 0; o < n; o++) {
-                float acc = bias;
-                for (int64_t k = 0; k < j->K; k++)
-                    acc = DWCONV_FMAF(seg[i].x0[o * j->s + k * j->d], w[k], acc);
-                z[seg[i].begin + o] = acc;
+        for (int64_t o0 = seg[i].begin; o0 < seg[i].end; o0 += PIECE) {
+            const int64_t n = min64(PIECE, seg[i].end - o0);
+            const float *x0 = seg[i].x0 + (o0 - seg[i].begin) * j->s;
+            if (j->s <= 2) {
+                for (int64_t k = 0; k < j->K; k++) sc->tap[k] = x0 + k * j->d;
+                dwconv_cpu_taps taps = {.tap = sc->tap, .dtype = DWCONV_F32, .stride = (int)j->s,
+                                        .weight = w, .kernel_size = j->K, .bias = bias,
+                                        .activation = DWCONV_ACT_NONE};
+                j->kernels->conv(&taps, dwconv_round_up(n, j->kernels->lanes), z + o0);
+            } else {
+                for (int64_t o = 0; o < n; o++) {
+                    float acc = bias;
+                    for (int64_t k = 0; k < j->K; k++) acc = DWCONV_FMAF(x0[o * j->s + k * j->d], w[k], acc);
+                    z[o0 + o] = acc;
+                }
             }
+            /* the piece's own outputs only: a rounded-up tail is the next piece's z */
+            j->kernels->act_grad(d->activation, z + o0, dyf + o0, n, sc->g + o0);
+            prefetch_slice(f);
         }
     }
-    j->kernels->act_grad(d->activation, z, dyf, j->L_out, sc->g);
     return sc->g;
 }
 
@@ -426,7 +433,7 @@ static void staged_row(const grad_job *j, const grad_scratch *sc, int64_t b, int
     int segs = 0;
     if (p->desc.activation != DWCONV_ACT_NONE || j->want_dw)
         segs = row_segments(j, sc, x_row, x->stride[2], b, c, seg);
-    const float *g = output_gradient(j, sc, b, c, w, seg, segs);
+    const float *g = output_gradient(j, sc, b, c, w, seg, segs, f);
     weight_pieces wp = {.g = g, .seg = seg, .segs = j->want_dw ? segs : 0, .i = 0,
                         .o = segs ? seg[0].begin : 0};
     if (j->want_dx) {

@@ -7,13 +7,15 @@
  * several turns. It fails when an output differs from the reference, when a kernel
  * writes beside dx, dweight or dbias (poisoned guards, and the gaps of dx's extent),
  * touches memory past its buffers (inaccessible pages), or when the plan's kernels are
- * not the ones the case is built for: the channel-first tile kernel exactly where its
- * predicate (gpu_bwd_tile_chunks) says, the channel-last nlc kernel exactly where its
+ * not the ones the case is built for: the warp kernel exactly where its predicate
+ * (gpu_bwd_warp_fits) says, the channel-first tile kernel exactly where its own
+ * (gpu_bwd_tile_chunks) says and the warp kernel does not, the channel-last nlc kernel exactly where its
  * own (gpu_bwd_nlc_fits) says and the tile kernel does not, the chunk kernel elsewhere; the gather kernel
  * only the row ends under a non-zeros padding mode (every input only when the chunk
  * kernel's ring cannot fit).
  * Exit status: 0 pass, 1 fail, 77 skip (no ucontext.h). DWCONV_TEST_QUICK=1 runs fewer.
  */
+#include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,7 @@ namespace {
 
 /* What ran, over the whole run. */
 struct {
-    int cases, chunk_dx, gather_edges, gather_all, sums, tile, tile_lean, tile_gather, nlc, nlc_gather, states;
+    int cases, chunk_dx, gather_edges, gather_all, sums, warp, warp_gather, tile, tile_gather, nlc, nlc_gather, states;
 } seen;
 
 /* Runs c's plan in the emulator with inputs offset by `shift` elements and outputs by
@@ -74,17 +76,24 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
         /* the plan is the one the case is built for */
         const int64_t L = c->desc.length;
         const int64_t edge = gpu_bwd_edge(&a);
-        int gather = 0, chunk = 0, tile = 0, nlc = 0;
+        int gather = 0, chunk = 0, tile = 0, nlc = 0, warp = 0;
         for (int s = 0; s < plan.steps; s++) {
             gather += plan.step[s].kernel == gpu_bwd_typed<gpu_bwd_gather_kernels>(&a);
             chunk += plan.step[s].kernel == gpu_bwd_typed<gpu_bwd_chunk_kernels>(&a);
             tile += plan.step[s].kernel == gpu_bwd_typed<gpu_bwd_tile_kernels>(&a);
             nlc += plan.step[s].kernel == gpu_bwd_nlc_instance(&a);
+            warp += plan.step[s].kernel == gpu_bwd_warp_instance(&a);
         }
+        /* the warp kernel's dx: all but the row ends of the padding mode and the inputs
+         * an output outside the row reads */
+        const int64_t warp_lo = std::max<int64_t>(edge, a.kernel_size - 1 - a.pad_left);
+        const int64_t warp_hi = std::max<int64_t>(edge, L - a.output_length + a.pad_left);
         const char *wrong = NULL;
-        if ((tile != 0) != (gpu_bwd_tile_chunks(&a) != 0) || (tile && (chunk || nlc)))
-            wrong = "the tile kernel must run exactly where it applies, and alone";
-        else if (!tile && (nlc != 0) != gpu_bwd_nlc_fits(&a))
+        if ((warp != 0) != gpu_bwd_warp_fits(&a) || (warp && (chunk || nlc || tile)))
+            wrong = "the warp kernel must run exactly where it applies, and alone";
+        else if (!warp && ((tile != 0) != (gpu_bwd_tile_chunks(&a) != 0) || (tile && (chunk || nlc))))
+            wrong = "the tile kernel must run exactly where it applies and the warp kernel does not, and alone";
+        else if (!warp && !tile && (nlc != 0) != gpu_bwd_nlc_fits(&a))
             wrong = "the nlc kernel must run exactly where it applies and the tile kernel does not";
         else if (nlc && chunk)
             wrong = "the nlc kernel runs alone";
@@ -92,9 +101,13 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
             wrong = "the gather kernel must take the state gradients";
         else if (a.dstate_in || a.dstate_out)
             ;
+        else if (warp && a.dx &&
+                 (a.edge_lo > std::max<int64_t>(warp_lo, 0) || a.edge_hi > std::max<int64_t>(warp_hi, 0) ||
+                  (a.edge_lo + a.edge_hi > 0) != (gather != 0)))
+            wrong = "the gather kernel must take exactly the warp kernel's row ends";
         else if ((tile || nlc) && a.dx && (a.edge_lo + a.edge_hi > 2 * edge || (edge == 0) != (gather == 0)))
             wrong = "the gather kernel must take exactly the row ends of a padding mode";
-        else if (tile || nlc)
+        else if (warp || tile || nlc)
             ;
         else if (a.dx && a.ring && (a.edge_lo + a.edge_hi > 2 * edge || (edge == 0) != (gather == 0)))
             wrong = "the gather kernel must take exactly the row ends of a padding mode";
@@ -127,8 +140,9 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
             }
             if (result == 0) {
                 seen.cases++;
+                seen.warp += warp != 0;
+                seen.warp_gather += warp && gather;
                 seen.tile += tile != 0;
-                seen.tile_lean += tile && gpu_bwd_tile_is_lean(&a);
                 seen.tile_gather += tile && gather;
                 seen.nlc += nlc != 0;
                 seen.nlc_gather += nlc && gather;
@@ -209,6 +223,30 @@ int check_shapes(test_rng *rng, int *runs) {
     return failures;
 }
 
+/* The staged kernels of stride 1, dilation 1, K <= 8: warp (channel-first) and nlc
+ * (channel-last, here with several groups of 32 channels and odd channel counts).
+ * Every K, pads below, at and above K - 1, each padding mode and activation, rows of
+ * one partial tile, of several with a short last chunk, and of a last tile of one
+ * chunk. */
+int check_staged(test_rng *rng, int *runs) {
+    static const int64_t lengths[] = {520, 2100, 4160, 4200, 6200};
+    int failures = 0;
+    for (int i = 0; i < (gpu_test_quick() ? 24 : 80); i++) {
+        const int64_t K = 1 + i % 8;
+        const bool nlc = i % 2;
+        dwconv_desc d;
+        dwconv_desc_init(&d, 1 + i % 2, nlc ? 33 + i % 40 : 1 + i % 3, nlc ? lengths[i % 5] / 8 : lengths[i % 5], K);
+        d.pad_left = test_rng_range(rng, 0, K + 1), d.pad_right = test_rng_range(rng, 0, K + 1);
+        d.padding_mode = (dwconv_padding_mode)(i / 2 % 4);
+        d.activation = (dwconv_activation)(i % 3);
+        d.dtype = (dwconv_dtype)(i / 3 % 3), d.weight_dtype = i % 4 ? d.dtype : DWCONV_F32;
+        d.layout = nlc ? DWCONV_LAYOUT_NLC : DWCONV_LAYOUT_NCL;
+        if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
+        failures += check_desc(rng, &d, nlc ? GPU_CHANNEL_LAST : GPU_CHANNEL_FIRST, i % 5 == 0 ? 0 : 7, i, runs);
+    }
+    return failures;
+}
+
 } // namespace
 
 int main(void) {
@@ -224,6 +262,7 @@ int main(void) {
         failures += check_desc(&rng, &d, GPU_CASE_ANY_STRIDES, 0, i, &runs);
     }
     failures += check_shapes(&rng, &runs);
+    failures += check_staged(&rng, &runs);
     /* the causal backward, states given or not, every kernel's layout and length */
     for (int i = 0; i < (gpu_test_quick() ? 24 : 96); i++) {
         static const int64_t lengths[] = {1, 3, 70, 700, 2100};
@@ -235,18 +274,20 @@ int main(void) {
         d.activation = (dwconv_activation)(i / 3 % 3), d.layout = (dwconv_layout)(i / 2 % 2);
         failures += check_desc(&rng, &d, GPU_CASE_ANY_STRIDES, 0, i, &runs, true);
     }
-    if (!seen.chunk_dx || !seen.gather_edges || !seen.gather_all || !seen.sums || !seen.tile ||
-        !seen.tile_lean || seen.tile_lean == seen.tile || !seen.tile_gather || !seen.nlc || !seen.nlc_gather || !seen.states) {
+    if (!seen.chunk_dx || !seen.gather_edges || !seen.gather_all || !seen.sums || !seen.warp ||
+        !seen.warp_gather || !seen.tile ||
+        !seen.tile_gather || !seen.nlc || !seen.nlc_gather || !seen.states) {
         fprintf(stderr, "FAIL a path was never taken: dx by chunks %d, row ends by gather %d, "
-                "every dx by gather %d, sums %d, tile %d (lean %d), tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
+                "every dx by gather %d, sums %d, warp %d (row ends by gather %d), tile %d, tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
                 "causal with states %d\n", seen.chunk_dx, seen.gather_edges, seen.gather_all,
-                seen.sums, seen.tile, seen.tile_lean, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
+                seen.sums, seen.warp, seen.warp_gather, seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
         failures++;
     }
     printf("%d of %d emulated backward runs match the reference bit for bit (dx by chunks %d, "
-           "row ends by gather %d, every dx by gather %d, sums %d, tile %d (lean %d), tile with row ends "
-           "by gather %d, nlc %d, nlc with row ends by gather %d, causal with states %d)\n",
+           "row ends by gather %d, every dx by gather %d, sums %d, warp %d (row ends by gather %d), "
+           "tile %d, tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
+           "causal with states %d)\n",
            runs - failures, runs, seen.chunk_dx, seen.gather_edges, seen.gather_all, seen.sums,
-           seen.tile, seen.tile_lean, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
+           seen.warp, seen.warp_gather, seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
     return failures ? 1 : 0;
 }

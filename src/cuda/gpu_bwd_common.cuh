@@ -32,12 +32,13 @@ template <int XT, int WT> struct gpu_bwd_row {
     }
 
     /* The padded input at position j, as the forward reads it: the state before the
-     * row, if one is given; +0 beyond the padded row. */
-    __device__ __forceinline__ float xp(const gpu_bwd_args &a, int64_t j) const {
-        if (j < 0 && state) return j >= -a.state_length ? gpu_elem<XT>::widen(state[a.state_length + j]) : 0.0f;
+     * row, if one is given; +0 beyond the padded row. Stored (raw) and widened. */
+    __device__ __forceinline__ raw xr(const gpu_bwd_args &a, int64_t j) const {
+        if (j < 0 && state) return j >= -a.state_length ? state[a.state_length + j] : (raw)0;
         const int64_t i = dwconv_source_index(a.padding_mode, j, a.length);
-        return i < 0 || i >= a.length ? 0.0f : gpu_elem<XT>::widen(x[i * xs]);
+        return i < 0 || i >= a.length ? (raw)0 : x[i * xs];
     }
+    __device__ __forceinline__ float xp(const gpu_bwd_args &a, int64_t j) const { return gpu_elem<XT>::widen(xr(a, j)); }
 
     __device__ __forceinline__ float weight(int64_t k) const { return gpu_elem<WT>::widen(w[k]); }
 

@@ -3,16 +3,22 @@
  * the scratch they share. Plain host code, shared by the module (gpu_op_backward.cuh)
  * and the tests' CPU emulator, which run the same list.
  *
- *   1. tile    (gpu_kernel_bwd_ncl_tile.cuh), channel-first rows of 8 chunks or more:
+ *   1. warp    (gpu_kernel_bwd_ncl_warp.cuh), channel-first rows of 8 chunks or more,
+ *              stride 1, dilation 1, K <= 8: per tile of 32 chunks, a lane per
+ *              chunk: g, its partial sums, dx of the tile's inputs whose readers all
+ *              exist; the tile's tree; else
+ *      tile    (gpu_kernel_bwd_ncl_tile.cuh), channel-first rows of 8 chunks or more:
  *              per tile of up to 32 chunks of one row: g, the chunk partial sums of
  *              dweight and dbias and their tree over the tile, dx of the tile's inputs
  *              (all but the row ends under non-zeros padding); its lean instances
  *              (gpu_kernel_bwd_ncl_lean.cuh) for stride 1, dilation 1, K <= 8; else
  *      nlc     (gpu_kernel_bwd_nlc.cuh), channel-last, stride 1, dilation 1, K <= 8:
- *              per (b, chunk of 64 outputs, channel): the same, in registers; else
+ *              per (b, chunk of 64 outputs, 32 channels), staged, a lane per channel:
+ *              the same, in registers; else
  *      chunk   (gpu_kernel_bwd_chunk.cuh): per (b, c, chunk of 64 outputs): the same
  *              for one chunk, anything;
- *   2. gather  (gpu_kernel_bwd_gather.cuh): dx of the inputs left by 1, and the causal
+ *   2. gather  (gpu_kernel_bwd_gather.cuh): dx of the inputs left by 1 (for warp, also
+ *              the inputs an output outside the row would read), and the causal
  *              backward's state gradients;
  *   3. reduce  (gpu_kernel_bwd_reduce.cuh): each row's tile partials into row sums;
  *   4. reduce  the rows' sums into dweight and dbias.
@@ -27,6 +33,7 @@
 #include "gpu_kernel_bwd_gather.cuh"
 #include "gpu_kernel_bwd_ncl_lean.cuh"
 #include "gpu_kernel_bwd_ncl_tile.cuh"
+#include "gpu_kernel_bwd_ncl_warp.cuh"
 #include "gpu_kernel_bwd_nlc.cuh"
 #include "gpu_kernel_bwd_reduce.cuh"
 #include "gpu_launch.cuh"
@@ -117,6 +124,20 @@ template <int XT, int WT, int K> struct gpu_bwd_nlc_k {
 template <int XT, int WT> struct gpu_bwd_nlc_k<XT, WT, 0> {
     static gpu_bwd_kernel_fn get(int64_t) { return NULL; }
 };
+/* warp's instance for a run-time K in [1, K]. */
+template <int XT, int WT, int K> struct gpu_bwd_warp_k {
+    static gpu_bwd_kernel_fn get(int64_t k) {
+        return k == K ? dwconv_bwd_ncl_warp_kernel<XT, WT, K> : gpu_bwd_warp_k<XT, WT, K - 1>::get(k);
+    }
+};
+template <int XT, int WT> struct gpu_bwd_warp_k<XT, WT, 0> {
+    static gpu_bwd_kernel_fn get(int64_t) { return NULL; }
+};
+struct gpu_bwd_warp_kernels {
+    template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *a) {
+        return gpu_bwd_warp_k<XT, WT, GPU_BWD_WARP_MAX_K>::get(a->kernel_size);
+    }
+};
 struct gpu_bwd_nlc_kernels {
     template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *a) {
         return gpu_bwd_nlc_k<XT, WT, GPU_BWD_NLC_MAX_K>::get(a->kernel_size);
@@ -154,6 +175,23 @@ static inline int64_t gpu_bwd_tile_chunks(const gpu_bwd_args *a) {
             GPU_SMEM_LIMIT)
             return tc;
     return 0;
+}
+
+/* Whether the warp kernel applies: x, dy and dx channel-first with adjacent
+ * positions, stride 1, dilation 1, K <= GPU_BWD_WARP_MAX_K, rows of at least
+ * GPU_BWD_TILE_MIN_CHUNKS chunks (shorter ones would idle most lanes). */
+static inline int gpu_bwd_warp_fits(const gpu_bwd_args *a) {
+    return a->x_stride[DWCONV_DIM_POSITION] <= 1 && a->dy_stride[DWCONV_DIM_POSITION] <= 1 &&
+           (!a->dx || a->dx_stride[DWCONV_DIM_POSITION] <= 1) && a->stride == 1 && a->dilation == 1 &&
+           a->kernel_size <= GPU_BWD_WARP_MAX_K && dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS;
+}
+
+/* The warp instance for a, and its shared memory. */
+static inline gpu_bwd_kernel_fn gpu_bwd_warp_instance(const gpu_bwd_args *a) {
+    return gpu_bwd_typed<gpu_bwd_warp_kernels>(a);
+}
+static inline size_t gpu_bwd_warp_smem_bytes(const gpu_bwd_args *a) {
+    return a->dtype == DWCONV_F32 ? gpu_bwd_warp_smem<DWCONV_F32>::bytes() : gpu_bwd_warp_smem<DWCONV_BF16>::bytes();
 }
 
 /* Whether the channel-last kernel applies: x, dy and dx channel-last, stride 1,
@@ -203,7 +241,12 @@ static inline void gpu_bwd_plan_make(gpu_bwd_args *a, gpu_bwd_plan *pl) {
     if (!a->dx) a->edge_lo = a->edge_hi = 0;
     a->state_positions = a->dstate_in ? a->state_length : 0;
     const int64_t tile_chunks = gpu_bwd_tile_chunks(a);
-    if (tile_chunks) { /* channel-first rows: the tile kernel */
+    if (gpu_bwd_warp_fits(a)) { /* channel-first, small K: a lane per chunk */
+        a->tile_chunks = GPU_WARP, a->tiles = gpu_div_up(chunks, GPU_WARP);
+        gpu_bwd_warp_edges(a);
+        gpu_bwd_step_add(pl, gpu_bwd_warp_instance(a), "backward warp",
+                         a->batch * a->channels * a->tiles * GPU_WARP, GPU_WARP, gpu_bwd_warp_smem_bytes(a));
+    } else if (tile_chunks) { /* channel-first rows: the tile kernel */
         a->tile_chunks = tile_chunks, a->tiles = gpu_div_up(chunks, tile_chunks);
         gpu_bwd_step *s = &pl->step[pl->steps++];
         s->kernel = gpu_bwd_typed<gpu_bwd_tile_kernels>(a);
@@ -213,7 +256,8 @@ static inline void gpu_bwd_plan_make(gpu_bwd_args *a, gpu_bwd_plan *pl) {
         gpu_grid_clamp(s->grid, a->tiles, a->channels, a->batch);
     } else if (gpu_bwd_nlc_fits(a)) { /* channel-last, small K: everything in registers */
         gpu_bwd_step_add(pl, gpu_bwd_nlc_instance(a), "backward nlc",
-                         a->batch * a->channels * chunks, GPU_BWD_NLC_THREADS, 0);
+                         a->batch * chunks * gpu_div_up(a->channels, GPU_WARP) * GPU_WARP, GPU_WARP,
+                         gpu_bwd_nlc_smem(dwconv_dtype_size((dwconv_dtype)a->dtype)));
     } else { /* the chunk kernel: a ring of g for dx if it fits, else dx by gather */
         const int T = GPU_BWD_CHUNK_THREADS;
         const int64_t ring = a->dx ? a->halo + 1 : 0;

@@ -1,55 +1,107 @@
 /*
  * The backward for channel-last x, dy and dx (channels adjacent), stride 1, dilation
- * 1, K <= GPU_BWD_NLC_MAX_K (the causal models' convolutions): one thread per
- * (b, chunk of 64 outputs, channel), neighbouring threads on neighbouring channels, so
- * every load and store of a warp is one stretch of memory. Everything lives in
- * registers: the K inputs under the current output, the last K values of g (for dx),
- * the weights and the K + 1 partial sums. The thread walks its chunk's outputs in
- * order (recomputing the K - 1 outputs before the chunk first, for the dx of the
- * chunk's first inputs); output o completes input o - pad_left (the row's last output:
- * every input after it too). Row ends under non-zeros padding are the gather kernel's.
+ * 1, K <= GPU_BWD_NLC_MAX_K (the causal models' convolutions): one warp per
+ * (b, chunk of 64 outputs, 32 channels), a lane per channel. The warp first stages
+ * x under the chunk's outputs and dy of them in shared memory, rows of 32 channels as
+ * stored, with 4-byte asynchronous copies (the whole chunk in flight at once, no
+ * registers held; positions outside the row by the padding mode or the state). Then
+ * each lane walks its channel's outputs in order, reading its column (neighbouring
+ * lanes, neighbouring words: no bank conflicts), with in registers the K inputs under
+ * the current output, the last K values of g (for dx), the weights and the K + 1
+ * partial sums; it recomputes the K - 1 outputs before the chunk first, for the dx of
+ * the chunk's first inputs. Output o completes input o - pad_left (the row's last
+ * output: every input after it too); dx goes straight out, a warp's stores adjacent.
+ * Row ends under non-zeros padding are the gather kernel's.
  *
- * Grid: x, strided over all (b, chunk, channel).
+ * Grid: x, strided over all (b, chunk, group of 32 channels).
  */
 #ifndef DWCONV_GPU_KERNEL_BWD_NLC_CUH
 #define DWCONV_GPU_KERNEL_BWD_NLC_CUH
 
 #include "gpu_bwd_common.cuh"
 
-#define GPU_BWD_NLC_THREADS 128
 #define GPU_BWD_NLC_MAX_K 8
+/* rows staged at most: x under the chunk and the K - 1 outputs before it, dy of them */
+#define GPU_BWD_NLC_X_ROWS (DWCONV_GRAD_CHUNK + 2 * (GPU_BWD_NLC_MAX_K - 1))
+#define GPU_BWD_NLC_DY_ROWS (DWCONV_GRAD_CHUNK + GPU_BWD_NLC_MAX_K - 1)
+
+/* Shared memory of the nlc kernel for element size `bytes`. */
+GPU_HD size_t gpu_bwd_nlc_smem(size_t bytes) {
+    return (GPU_BWD_NLC_X_ROWS + GPU_BWD_NLC_DY_ROWS) * GPU_WARP * bytes;
+}
+
+/* Rows [0, rows) of one operand (row r: position first + r; channels c0 .. c0 + 31)
+ * into stage[r * GPU_WARP + lane], whole 4-byte words by asynchronous copies where
+ * every element of the word exists and the word is aligned; the others element by
+ * element from value(channel, position) (0 past the last channel). */
+template <int XT, class F>
+static __device__ __forceinline__ void gpu_bwd_nlc_stage(typename gpu_elem<XT>::raw *stage, const void *base,
+                                                         const int64_t *stride, int64_t b, int64_t c0,
+                                                         int64_t first, int rows, int64_t n, int64_t C,
+                                                         int lane, F value) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int EPW = 4 / (int)sizeof(raw), per_row = GPU_WARP / EPW;
+    for (int u = lane; u < rows * per_row; u += GPU_WARP) {
+        const int r = u / per_row, ch = u % per_row * EPW;
+        const int64_t pos = first + r, c = c0 + ch;
+        const raw *src = (const raw *)base + b * stride[0] + c * stride[1] + pos * stride[2];
+        raw *to = stage + r * GPU_WARP + ch;
+        if (pos >= 0 && pos < n && c + EPW <= C && ((uintptr_t)src & 3) == 0) {
+            gpu_copy4_async(to, src);
+        } else {
+#pragma unroll
+            for (int h = 0; h < EPW; h++) to[h] = c + h < C ? value(c + h, pos) : (raw)0;
+        }
+    }
+}
 
 template <int XT, int WT, int K>
-__global__ __launch_bounds__(GPU_BWD_NLC_THREADS) void dwconv_bwd_nlc_kernel(gpu_bwd_args a) {
+__global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_nlc_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
+    const int lane = threadIdx.x;
+    raw *xst = (raw *)gpu_shared_base(), *dst = xst + GPU_BWD_NLC_X_ROWS * GPU_WARP;
     const int64_t L = a.length, L_out = a.output_length, C = a.channels, pl = a.pad_left;
-    const int64_t chunks = a.tiles, items = a.batch * chunks * C;
+    const int64_t chunks = a.tiles, groups = (C + GPU_WARP - 1) / GPU_WARP;
+    const int64_t tasks = a.batch * chunks * groups;
     const int64_t in_lo = a.edge_lo, in_hi = L - a.edge_hi;
-    for (int64_t item = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; item < items;
-         item += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t c = item % C, j = item / C % chunks, b = item / C / chunks;
+    for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+        const int64_t c0 = task % groups * GPU_WARP, j = task / groups % chunks, b = task / groups / chunks;
+        const int64_t c = c0 + lane;
+        const int64_t o_begin = j * DWCONV_GRAD_CHUNK;
+        const int64_t o_end = gpu_min64(o_begin + DWCONV_GRAD_CHUNK, L_out);
+        const int64_t o_first = a.dx ? gpu_max64(0, o_begin - (K - 1)) : o_begin;
+        const int outs = (int)(o_end - o_first);
+        gpu_sync_warp(); /* the previous task's reads are done */
+        gpu_bwd_nlc_stage<XT>(xst, a.x, a.x_stride, b, c0, o_first - pl, outs + K - 1, L, C, lane,
+                              [&](int64_t ch, int64_t pos) { return gpu_bwd_row<XT, WT>(a, b, ch).xr(a, pos); });
+        gpu_bwd_nlc_stage<XT>(dst, a.dy, a.dy_stride, b, c0, o_first, outs, L_out, C, lane,
+                              [&](int64_t ch, int64_t pos) {
+                                  return ((const raw *)a.dy)[b * a.dy_stride[0] + ch * a.dy_stride[1] + pos * a.dy_stride[2]];
+                              });
+        gpu_copy_wait();
+        gpu_sync_warp();
+        if (c >= C) continue;
         const gpu_bwd_row<XT, WT> row(a, b, c);
         raw *dx = a.dx ? (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1] : NULL;
         const int64_t dxs = a.dx_stride[2];
+        const raw *xcol = xst + lane, *dcol = dst + lane; /* row r: [r * GPU_WARP] */
         float w[K], xw[K], gr[K], p[K + 1];
 #pragma unroll
         for (int k = 0; k < K; k++) w[k] = row.weight(k), gr[k] = 0.0f, p[k] = 0.0f;
         p[K] = 0.0f;
-        const int64_t o_begin = j * DWCONV_GRAD_CHUNK;
-        const int64_t o_end = gpu_min64(o_begin + DWCONV_GRAD_CHUNK, L_out);
-        const int64_t o_first = dx ? gpu_max64(0, o_begin - (K - 1)) : o_begin;
         /* the inputs under o_first, but its last */
 #pragma unroll
-        for (int k = 1; k < K; k++) xw[k] = row.xp(a, o_first - pl + k - 1);
-        for (int64_t o = o_first; o < o_end; o++) {
-            const int64_t last = o - pl + K - 1; /* the position o's last tap reads */
+        for (int k = 1; k < K; k++) xw[k] = gpu_elem<XT>::widen(xcol[(k - 1) * GPU_WARP]);
+#pragma unroll 4
+        for (int r = 0; r < outs; r++) {
+            const int64_t o = o_first + r;
 #pragma unroll
             for (int k = 0; k + 1 < K; k++) xw[k] = xw[k + 1];
-            xw[K - 1] = last >= 0 && last < L ? gpu_elem<XT>::widen(row.x[last * row.xs]) : row.xp(a, last);
+            xw[K - 1] = gpu_elem<XT>::widen(xcol[(r + K - 1) * GPU_WARP]); /* position o - pl + K - 1 */
             float z = row.bias;
 #pragma unroll
             for (int k = 0; k < K; k++) z = DWCONV_FMAF(xw[k], w[k], z);
-            const float g = dwconv_activation_grad(a.activation, z, gpu_elem<XT>::widen(row.dy[o * row.dys]));
+            const float g = dwconv_activation_grad(a.activation, z, gpu_elem<XT>::widen(dcol[r * GPU_WARP]));
 #pragma unroll
             for (int k = 0; k + 1 < K; k++) gr[k] = gr[k + 1];
             gr[K - 1] = g; /* gr[K - 1 - d]: g of output o - d */

@@ -34,11 +34,14 @@
  *   gpu_kernel_causal_update.cuh   the decode update, one thread per (sequence, channel)
  *
  * The backward (gpu_bwd_plan.cuh says which kernels run, in which order):
+ *   gpu_kernel_bwd_ncl_warp.cuh channel-first rows, stride 1, dilation 1, K <= 8:
+ *                               blocks of one warp, a lane per chunk of 64 outputs
+ *                               (g, its partial sums, dx), the tile's tree
  *   gpu_kernel_bwd_ncl_tile.cuh channel-first rows: a block per tile of up to 32 chunks
  *                               of 64 outputs, staged in shared memory: g, the chunk
  *                               partial sums and their tree, dx of the tile's inputs
- *   gpu_kernel_bwd_nlc.cuh      channel-last, stride 1, dilation 1, K <= 8: a thread per
- *                               (chunk, channel), everything in registers
+ *   gpu_kernel_bwd_nlc.cuh      channel-last, stride 1, dilation 1, K <= 8: a warp per
+ *                               (chunk, 32 channels), staged, a lane per channel
  *   gpu_kernel_bwd_chunk.cuh    anything else: a thread per chunk of 64 outputs: g, the
  *                               partial sums of dweight and dbias, dx of the inputs it
  *                               last reads

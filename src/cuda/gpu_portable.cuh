@@ -150,6 +150,26 @@ static __device__ __forceinline__ void gpu_prefetch_l1(const void *p) {
 #endif
 }
 
+/* A 4-byte copy from global to shared memory that the thread does not wait for
+ * (cp.async on sm_80 and later: no register holds the value, so a warp keeps its
+ * whole tile in flight); gpu_copy_wait makes the thread's copies complete. Elsewhere
+ * a plain copy. */
+static __device__ __forceinline__ void gpu_copy4_async(void *shared_dst, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(shared_dst)),
+                 "l"(src)
+                 : "memory");
+#else
+    *(uint32_t *)shared_dst = *(const uint32_t *)src;
+#endif
+}
+
+static __device__ __forceinline__ void gpu_copy_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 static __device__ __forceinline__ int64_t gpu_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static __device__ __forceinline__ int64_t gpu_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 

@@ -1,0 +1,269 @@
+/*
+ * The channel-first backward's common case: stride 1, dilation 1, K <= 8 known at
+ * compile time, positions adjacent (the reference problem, causal and "same"
+ * convolutions), in blocks of one warp. The contract sums dweight and dbias per chunk
+ * of 64 outputs, each an fmaf chain in output order, so here each lane owns one chunk
+ * and runs its chains itself, in registers, while it computes g: no chain threads
+ * that the rest of a block waits for, no block barriers.
+ *
+ * A tile is GPU_WARP chunks of one row. Per tile:
+ *   1. stage x of the tile's window and dy of its outputs (and of the K - 1 outputs
+ *      before it), as stored, with 4-byte asynchronous copies, so that the whole tile
+ *      is in flight at once without registers; positions outside the row by the
+ *      padding mode (or the causal state). Shared memory holds each in blocks of 64
+ *      elements (a lane's chunk), one spare word after each, so that lanes 64
+ *      elements apart read distinct banks. 16-bit blocks start where x's (dy's)
+ *      4-byte words do, one element before the chunk when the row position is odd:
+ *      each lane realigns its pairs with a funnel shift;
+ *   2. g: each lane over its chunk, the window sliding through registers, into a
+ *      region of f32 blocks (dy's own for f32), the chunk's K weight chains and bias
+ *      sum on the way. Lanes 0..K-2 first recompute g of the K - 1 outputs before the
+ *      tile (readers of its first inputs);
+ *   3. dx: each lane over its chunk again, dx[o - pad_left] from g[o - K + 1 .. o] in
+ *      output order (the contract's chain), written over g in place: the slot of
+ *      output t0 + d then holds dx of input t0 - pad_left + d;
+ *   4. dx out, coalesced, for the inputs all of whose readers exist (the gather
+ *      kernel takes the row ends: gpu_bwd_warp_edges);
+ *   5. the tile's tree of the chunk partials, one lane per tap.
+ *
+ * Grid: x = tiles of all rows, strided.
+ */
+#ifndef DWCONV_GPU_KERNEL_BWD_NCL_WARP_CUH
+#define DWCONV_GPU_KERNEL_BWD_NCL_WARP_CUH
+
+#include "gpu_bwd_common.cuh"
+
+#define GPU_BWD_WARP_MAX_K 8
+#define GPU_BWD_WARP_OUTPUTS (GPU_WARP * DWCONV_GRAD_CHUNK) /* a tile */
+#define GPU_BWD_WARP_FRONT 8 /* words before block 0: its elements -7 .. -1 and a spare */
+
+/* The word of 4-byte unit u (from -7 on) of a region of blocks of 64 elements, EPW
+ * elements a word: 64 / EPW words a block and a spare. */
+template <int EPW> GPU_HD int gpu_bwd_warp_word(int u) {
+    const int per_block = DWCONV_GRAD_CHUNK / EPW;
+    return GPU_BWD_WARP_FRONT + (u / per_block - (u % per_block < 0)) * (per_block + 1) +
+           (u % per_block + (u % per_block < 0) * per_block);
+}
+
+/* Words of the regions: staged x (elements -7 .. tile + K, one pair past what the
+ * lanes use), staged dy (-7 .. tile + 1), and for 16-bit dtypes g (f32, -7 .. tile). */
+template <int EPW> GPU_HD int gpu_bwd_warp_words(int last_element) {
+    return (gpu_bwd_warp_word<EPW>(last_element / EPW) + 4) / 4 * 4;
+}
+template <int XT> struct gpu_bwd_warp_smem {
+    enum { EPW = 4 / (int)sizeof(typename gpu_elem<XT>::raw) };
+    static __host__ __device__ int x_words() { return gpu_bwd_warp_words<EPW>(GPU_BWD_WARP_OUTPUTS + GPU_BWD_WARP_MAX_K + 1); }
+    static __host__ __device__ int dy_words() { return gpu_bwd_warp_words<EPW>(GPU_BWD_WARP_OUTPUTS + 1); }
+    static __host__ __device__ int g_words() { return EPW == 1 ? 0 : gpu_bwd_warp_words<1>(GPU_BWD_WARP_OUTPUTS); }
+    static __host__ __device__ size_t bytes() { return (size_t)(x_words() + dy_words() + g_words()) * 4; }
+};
+
+/* Elements [lo, hi) of a row segment (element 0 at row position p0, parity: the
+ * element offset of p0 inside its 4-byte word) into a staged region, whole words by
+ * asynchronous copies where every element of the word lies in [0, n) of the row;
+ * the others element by element from value(position). */
+template <int XT, class F>
+static __device__ __forceinline__ void gpu_bwd_warp_stage(uint32_t *region, const typename gpu_elem<XT>::raw *row,
+                                                          int64_t p0, int parity, int lo, int hi, int64_t n,
+                                                          int lane, F value) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int EPW = 4 / (int)sizeof(raw);
+    const int u_lo = (lo + parity) / EPW - ((lo + parity) % EPW < 0), u_hi = (hi + parity + EPW - 1) / EPW;
+    for (int u = u_lo + lane; u < u_hi; u += GPU_WARP) {
+        const int64_t first = p0 - parity + (int64_t)u * EPW; /* row position of the word's element 0 */
+        uint32_t *to = region + gpu_bwd_warp_word<EPW>(u);
+        if (first >= 0 && first + EPW <= n) {
+            gpu_copy4_async(to, row + first);
+        } else {
+#pragma unroll
+            for (int h = 0; h < EPW; h++) ((raw *)to)[h] = value(first + h);
+        }
+    }
+}
+
+/* Element e (from -7 on) of a staged region, widened. */
+template <int XT>
+static __device__ __forceinline__ float gpu_bwd_warp_elem(const uint32_t *region, int parity, int e) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int EPW = 4 / (int)sizeof(raw), ep = e + parity;
+    const int u = ep / EPW - (ep % EPW < 0), h = ep - u * EPW;
+    return gpu_elem<XT>::widen(((const raw *)(region + gpu_bwd_warp_word<EPW>(u)))[h]);
+}
+
+/* A lane's chunk of a staged region, read two elements at a time in order: pair q is
+ * elements 2q and 2q + 1 of the chunk (element 64 on: the next block, past a spare
+ * word). f32: one element a word. 16-bit: words in order, the pair shifted out of the
+ * last two (the chunk starts `parity` elements into its block). */
+template <int XT> struct gpu_bwd_warp_run {
+    typedef typename gpu_elem<XT>::raw raw;
+    const uint32_t *at;
+    int shift;
+    uint32_t last;
+    __device__ __forceinline__ gpu_bwd_warp_run(const uint32_t *block, int parity)
+        : at(block), shift(16 * parity), last(block[0]) {}
+    __device__ __forceinline__ void pair(int q, float &a, float &b) {
+        const int j = q + 1, per_block = DWCONV_GRAD_CHUNK / 2;
+        const uint32_t next = at[j + (j >= per_block)];
+        const uint32_t v = (uint32_t)((((uint64_t)next << 32) | last) >> shift);
+        last = next;
+        a = gpu_elem<XT>::widen((raw)(v & 0xffffu)), b = gpu_elem<XT>::widen((raw)(v >> 16));
+    }
+};
+template <> struct gpu_bwd_warp_run<DWCONV_F32> {
+    const float *at;
+    __device__ __forceinline__ gpu_bwd_warp_run(const uint32_t *block, int) : at((const float *)block) {}
+    __device__ __forceinline__ void pair(int q, float &a, float &b) {
+        const int e = 2 * q;
+        a = at[e + (e >= DWCONV_GRAD_CHUNK)], b = at[e + 1 + (e + 1 >= DWCONV_GRAD_CHUNK)];
+    }
+};
+
+/* One output of phase 2: z over the window xw, g from dy into *g, the chains p (p[K]:
+ * the bias's sum). */
+template <int K>
+static __device__ __forceinline__ void gpu_bwd_warp_output(const float *xw, const float *w, float bias,
+                                                           int activation, float dy, float *g, float *p) {
+    float z = bias;
+#pragma unroll
+    for (int k = 0; k < K; k++) z = DWCONV_FMAF(xw[k], w[k], z);
+    const float gv = dwconv_activation_grad(activation, z, dy);
+    *g = gv;
+#pragma unroll
+    for (int k = 0; k < K; k++) p[k] = DWCONV_FMAF(gv, xw[k], p[k]);
+    p[K] = p[K] + gv;
+}
+
+/* Phase 2 for a whole chunk, activation ACT: the window's pairs loaded as the outputs
+ * reach them (pairs up to (2j + K) / 2 for outputs 2j and 2j + 1). */
+template <int XT, int K, int ACT>
+static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT> xr, gpu_bwd_warp_run<XT> dr,
+                                                          float *gl, const float *w, float bias, float *p) {
+    float xe[DWCONV_GRAD_CHUNK + K + 1];
+#pragma unroll
+    for (int j = 0; j < DWCONV_GRAD_CHUNK / 2; j++) {
+#pragma unroll
+        for (int q = j == 0 ? 0 : (2 * j - 2 + K) / 2 + 1; q <= (2 * j + K) / 2; q++) xr.pair(q, xe[2 * q], xe[2 * q + 1]);
+        float d0, d1;
+        dr.pair(j, d0, d1);
+        gpu_bwd_warp_output<K>(xe + 2 * j, w, bias, ACT, d0, gl + 2 * j, p);
+        gpu_bwd_warp_output<K>(xe + 2 * j + 1, w, bias, ACT, d1, gl + 2 * j + 1, p);
+    }
+}
+
+/* Inputs [edge_lo, L - edge_hi) of a row are this kernel's (plan), the rest the gather
+ * kernel's: besides the padding mode's ends and the final state's positions, the
+ * inputs read by an output outside the row ([0, K - 1 - pad_left) and
+ * [L_out - pad_left, L)), whose chains are shorter. */
+static inline void gpu_bwd_warp_edges(gpu_bwd_args *a) {
+    if (!a->dx) return;
+    const int64_t L = a->length;
+    int64_t lo = a->kernel_size - 1 - a->pad_left, hi = L - (a->output_length - a->pad_left);
+    lo = lo > a->edge_lo ? lo : a->edge_lo;
+    hi = hi > a->edge_hi ? hi : a->edge_hi;
+    a->edge_lo = lo < 0 ? 0 : lo > L ? L : lo;
+    a->edge_hi = hi < 0 ? 0 : hi > L - a->edge_lo ? L - a->edge_lo : hi;
+}
+
+template <int XT, int WT, int K>
+__global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_args a) {
+    typedef typename gpu_elem<XT>::raw raw;
+    typedef gpu_bwd_warp_smem<XT> smem;
+    const int lane = threadIdx.x, EPW = smem::EPW;
+    uint32_t *xs = (uint32_t *)gpu_shared_base(), *ds = xs + smem::x_words();
+    float *gs = EPW == 1 ? (float *)ds : (float *)(ds + smem::dy_words()); /* g, then dx */
+    const int64_t L = a.length, L_out = a.output_length, pad = a.pad_left;
+    const int64_t tasks = a.batch * a.channels * a.tiles;
+    for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+        const int64_t tile = task % a.tiles, bc = task / a.tiles;
+        const int64_t c = bc % a.channels, b = bc / a.channels;
+        const gpu_bwd_row<XT, WT> row(a, b, c);
+        const int64_t t0 = tile * GPU_BWD_WARP_OUTPUTS, x0 = t0 - pad; /* element 0 of dy, x */
+        const int n_out = (int)gpu_min64(GPU_BWD_WARP_OUTPUTS, L_out - t0);
+        const int xpar = gpu_misalignment<XT>(row.x, x0) % EPW, dpar = gpu_misalignment<XT>(row.dy, t0) % EPW;
+        float w[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) w[k] = row.weight(k);
+
+        gpu_sync_warp(); /* the previous tile's reads are done */
+        /* 1. x elements [-(K-1), n_out + K - 1), dy [-(K-1), n_out) (not before the row) */
+        gpu_bwd_warp_stage<XT>(xs, row.x, x0, xpar, 1 - K, n_out + K - 1, L, lane,
+                               [&](int64_t j) { return row.xr(a, j); });
+        gpu_bwd_warp_stage<XT>(ds, row.dy, t0, dpar, (int)gpu_max64(1 - K, -t0), n_out, L_out, lane,
+                               [&](int64_t j) { return j >= 0 && j < L_out ? row.dy[j] : (raw)0; });
+        gpu_copy_wait();
+        gpu_sync_warp();
+
+        /* 2. g of the K - 1 outputs before the tile, then each lane's chunk */
+        if (lane < K - 1 && t0 + lane - (K - 1) >= 0) {
+            const int d = lane - (K - 1);
+            float z = row.bias;
+#pragma unroll
+            for (int k = 0; k < K; k++) z = DWCONV_FMAF(gpu_bwd_warp_elem<XT>(xs, xpar, d + k), w[k], z);
+            gs[gpu_bwd_warp_word<1>(d)] = dwconv_activation_grad(a.activation, z, gpu_bwd_warp_elem<XT>(ds, dpar, d));
+        }
+        const int c0 = lane * DWCONV_GRAD_CHUNK, n = n_out - c0; /* outputs of the lane's chunk */
+        float *gl = gs + gpu_bwd_warp_word<1>(c0);
+        float p[K + 1] = {};
+        if (n >= DWCONV_GRAD_CHUNK) {
+            const gpu_bwd_warp_run<XT> xr(xs + gpu_bwd_warp_word<EPW>(c0 / EPW), xpar);
+            const gpu_bwd_warp_run<XT> dr(ds + gpu_bwd_warp_word<EPW>(c0 / EPW), dpar);
+            if (a.activation == DWCONV_ACT_SILU) gpu_bwd_warp_chunk<XT, K, DWCONV_ACT_SILU>(xr, dr, gl, w, row.bias, p);
+            else if (a.activation == DWCONV_ACT_RELU) gpu_bwd_warp_chunk<XT, K, DWCONV_ACT_RELU>(xr, dr, gl, w, row.bias, p);
+            else gpu_bwd_warp_chunk<XT, K, DWCONV_ACT_NONE>(xr, dr, gl, w, row.bias, p);
+        } else {
+#pragma unroll 1
+            for (int m = 0; m < n; m++) { /* the row's last chunk, shorter */
+                float xw[K];
+#pragma unroll
+                for (int k = 0; k < K; k++) xw[k] = gpu_bwd_warp_elem<XT>(xs, xpar, c0 + m + k);
+                gpu_bwd_warp_output<K>(xw, w, row.bias, a.activation, gpu_bwd_warp_elem<XT>(ds, dpar, c0 + m),
+                                       gl + m, p);
+            }
+        }
+        gpu_sync_warp(); /* every g is written, x and dy are read */
+
+        /* 3. dx over g in place: first the K - 1 g before the chunk (the previous
+         * lane's, or the tile's first), then, after the barrier, the chunk */
+        if (a.dx) {
+            float gw[K]; /* gw[k]: g of output m - (K - 1) + k once m's turn shifts it in */
+#pragma unroll
+            for (int j = 1; j < K; j++) gw[K - j] = gl[-1 - j]; /* element -j: a spare word between */
+            gpu_sync_warp();
+            if (n > 0) {
+#pragma unroll 16
+                for (int m = 0; m < DWCONV_GRAD_CHUNK; m++) {
+#pragma unroll
+                    for (int k = 0; k + 1 < K; k++) gw[k] = gw[k + 1];
+                    gw[K - 1] = gl[m];
+                    float acc = 0.0f;
+#pragma unroll
+                    for (int k = K - 1; k >= 0; k--) acc = DWCONV_FMAF(gw[K - 1 - k], w[k], acc);
+                    gl[m] = acc;
+                }
+            }
+            gpu_sync_warp();
+            /* 4. inputs x0 + d, d in [lo, hi): slot d */
+            raw *dx = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
+            const int lo = (int)gpu_max64(0, a.edge_lo - x0);
+            const int hi = (int)gpu_min64(n_out, L - a.edge_hi - x0);
+            for (int d = lo + lane; d < hi; d += GPU_WARP) dx[x0 + d] = gpu_elem<XT>::narrow(gs[gpu_bwd_warp_word<1>(d)]);
+        }
+
+        /* 5. the tile's tree: lane k of tap k over the chunk partials (x is dead) */
+        if (a.sums) {
+            const int chunks = (n_out + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK;
+            float *ps = (float *)xs; /* ps[k * (GPU_WARP + 1) + chunk] */
+            if (n > 0) {
+#pragma unroll
+                for (int k = 0; k <= K; k++) ps[k * (GPU_WARP + 1) + lane] = p[k];
+            }
+            gpu_sync_warp();
+            if (lane <= K) {
+                const float sum = dwconv_grad_tree(ps + lane * (GPU_WARP + 1), chunks);
+                a.part[gpu_bwd_part(&a, b, c, lane, tile)] = sum;
+            }
+        }
+    }
+}
+
+#endif /* DWCONV_GPU_KERNEL_BWD_NCL_WARP_CUH */

@@ -10,8 +10,7 @@
  *      tile    (gpu_kernel_bwd_ncl_tile.cuh), channel-first rows of 8 chunks or more:
  *              per tile of up to 32 chunks of one row: g, the chunk partial sums of
  *              dweight and dbias and their tree over the tile, dx of the tile's inputs
- *              (all but the row ends under non-zeros padding); its lean instances
- *              (gpu_kernel_bwd_ncl_lean.cuh) for stride 1, dilation 1, K <= 8; else
+ *              (all but the row ends under non-zeros padding); else
  *      nlc     (gpu_kernel_bwd_nlc.cuh), channel-last, stride 1, dilation 1, K <= 8:
  *              per (b, chunk of 64 outputs, 32 channels), staged, a lane per channel:
  *              the same, in registers; else
@@ -31,7 +30,6 @@
 
 #include "gpu_kernel_bwd_chunk.cuh"
 #include "gpu_kernel_bwd_gather.cuh"
-#include "gpu_kernel_bwd_ncl_lean.cuh"
 #include "gpu_kernel_bwd_ncl_tile.cuh"
 #include "gpu_kernel_bwd_ncl_warp.cuh"
 #include "gpu_kernel_bwd_nlc.cuh"
@@ -96,24 +94,8 @@ template <class F> static gpu_bwd_kernel_fn gpu_bwd_typed(const gpu_bwd_args *a)
 struct gpu_bwd_chunk_kernels {
     template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *) { return dwconv_bwd_chunk_kernel<XT, WT>; }
 };
-/* lean's instance for stride 1, dilation 1 and a run-time K in [1, K]. */
-template <int XT, int WT, int K> struct gpu_bwd_lean_k {
-    static gpu_bwd_kernel_fn get(int64_t k) {
-        return k == K ? dwconv_bwd_ncl_lean_kernel<XT, WT, K> : gpu_bwd_lean_k<XT, WT, K - 1>::get(k);
-    }
-};
-template <int XT, int WT> struct gpu_bwd_lean_k<XT, WT, 0> {
-    static gpu_bwd_kernel_fn get(int64_t) { return NULL; }
-};
-/* Whether the tile step runs lean (the same tile in fewer instructions). */
-static inline int gpu_bwd_tile_is_lean(const gpu_bwd_args *a) {
-    return a->stride == 1 && a->dilation == 1 && a->kernel_size <= GPU_BWD_LEAN_MAX_K;
-}
 struct gpu_bwd_tile_kernels {
-    template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *a) {
-        return gpu_bwd_tile_is_lean(a) ? gpu_bwd_lean_k<XT, WT, GPU_BWD_LEAN_MAX_K>::get(a->kernel_size)
-                                       : dwconv_bwd_ncl_tile_kernel<XT, WT>;
-    }
+    template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *) { return dwconv_bwd_ncl_tile_kernel<XT, WT>; }
 };
 /* nlc's instance for a run-time K in [1, GPU_BWD_NLC_MAX_K]. */
 template <int XT, int WT, int K> struct gpu_bwd_nlc_k {
@@ -250,7 +232,7 @@ static inline void gpu_bwd_plan_make(gpu_bwd_args *a, gpu_bwd_plan *pl) {
         a->tile_chunks = tile_chunks, a->tiles = gpu_div_up(chunks, tile_chunks);
         gpu_bwd_step *s = &pl->step[pl->steps++];
         s->kernel = gpu_bwd_typed<gpu_bwd_tile_kernels>(a);
-        s->name = gpu_bwd_tile_is_lean(a) ? "backward tile (lean)" : "backward tile";
+        s->name = "backward tile";
         s->threads = GPU_BWD_TILE_THREADS;
         s->smem = (size_t)gpu_bwd_tile_layout_of(tile_chunks, a->halo, K, a->stride, a->dilation).words * 4;
         gpu_grid_clamp(s->grid, a->tiles, a->channels, a->batch);

@@ -3,7 +3,7 @@
  * src/hip/hip_compat.h). Nothing here may assume a warp size: the physical width (32
  * on NVIDIA, 64 on AMD) is never baked into a mask, a shuffle or an index. Threads of
  * a block meet at __syncthreads, or, in blocks of one logical warp of GPU_WARP lanes
- * (lean, lattice, tile on short rows), at gpu_sync_warp.
+ * (lean, lattice, tile on short rows; the backward's warp and nlc), at gpu_sync_warp.
  *
  * Every kernel follows the numerical contract (src/common/dwconv_numerics.h): acc
  * starts at the bias, one fmaf per tap in k order, activation, then rounding.

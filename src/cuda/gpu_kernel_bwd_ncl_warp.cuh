@@ -134,15 +134,20 @@ static __device__ __forceinline__ void gpu_bwd_warp_output(const float *xw, cons
 }
 
 /* Phase 2 for a whole chunk, activation ACT: the window's pairs loaded as the outputs
- * reach them (pairs up to (2j + K) / 2 for outputs 2j and 2j + 1). */
+ * reach them (pairs up to (2j + K) / 2 = j + K / 2 for outputs 2j and 2j + 1: one
+ * more each step). */
 template <int XT, int K, int ACT>
 static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT> xr, gpu_bwd_warp_run<XT> dr,
                                                           float *gl, const float *w, float bias, float *p) {
     float xe[DWCONV_GRAD_CHUNK + K + 1];
 #pragma unroll
     for (int j = 0; j < DWCONV_GRAD_CHUNK / 2; j++) {
+        if (j == 0) {
 #pragma unroll
-        for (int q = j == 0 ? 0 : (2 * j - 2 + K) / 2 + 1; q <= (2 * j + K) / 2; q++) xr.pair(q, xe[2 * q], xe[2 * q + 1]);
+            for (int q = 0; q <= K / 2; q++) xr.pair(q, xe[2 * q], xe[2 * q + 1]);
+        } else {
+            xr.pair(j + K / 2, xe[2 * (j + K / 2)], xe[2 * (j + K / 2) + 1]);
+        }
         float d0, d1;
         dr.pair(j, d0, d1);
         gpu_bwd_warp_output<K>(xe + 2 * j, w, bias, ACT, d0, gl + 2 * j, p);

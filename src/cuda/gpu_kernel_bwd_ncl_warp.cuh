@@ -1,13 +1,14 @@
 /*
- * The channel-first backward's common case: stride 1, dilation 1, K <= 8 known at
- * compile time, positions adjacent (the reference problem, causal and "same"
- * convolutions), in blocks of one warp. The contract sums dweight and dbias per chunk
+ * The channel-first backward's common case: stride 1, K and dilation D known at compile
+ * time (K <= 8 with D = 1, and the forward lean's dilated K of span (K - 1) D at most
+ * GPU_BWD_WARP_MAX_SPAN), positions adjacent (the reference problem, causal
+ * and "same" convolutions), in blocks of one warp. The contract sums dweight and dbias per chunk
  * of 64 outputs, each an fmaf chain in output order, so here each lane owns one chunk
  * and runs its chains itself, in registers, while it computes g: no chain threads
  * that the rest of a block waits for, no block barriers.
  *
  * A tile is GPU_WARP chunks of one row. Per tile:
- *   1. stage x of the tile's window and dy of its outputs (and of the K - 1 outputs
+ *   1. stage x of the tile's window and dy of its outputs (and of the span's outputs
  *      before it), as stored, with 4-byte asynchronous copies, so that the whole tile
  *      is in flight at once without registers; positions outside the row by the
  *      padding mode (or the causal state). Shared memory holds each in blocks of 64
@@ -17,10 +18,10 @@
  *      each lane realigns its pairs with a funnel shift;
  *   2. g: each lane over its chunk, the window sliding through registers, into a
  *      region of f32 blocks (dy's own for f32), the chunk's K weight chains and bias
- *      sum on the way. Lanes 0..K-2 first recompute g of the K - 1 outputs before the
- *      tile (readers of its first inputs);
- *   3. dx: each lane over its chunk again, dx[o - pad_left] from g[o - K + 1 .. o] in
- *      output order (the contract's chain), written over g in place: the slot of
+ *      sum on the way. Lanes 0..span-1 first recompute g of the span's outputs before
+ *      the tile (readers of its first inputs);
+ *   3. dx: each lane over its chunk again, dx[o - pad_left] from g[o - span .. o] (taps
+ *      D apart) in output order (the contract's chain), written over g in place: the slot of
  *      output t0 + d then holds dx of input t0 - pad_left + d;
  *   4. dx out, coalesced, for the inputs all of whose readers exist (the gather
  *      kernel takes the row ends: gpu_bwd_warp_edges);
@@ -33,11 +34,14 @@
 
 #include "gpu_bwd_common.cuh"
 
-#define GPU_BWD_WARP_MAX_K 8
+#define GPU_BWD_WARP_MAX_K 8     /* K at dilation 1 */
+/* (K - 1) D of the dilated instances at most: K 7 at D 2 (span 12) took hipcc more than
+ * 5 minutes for one instance (spans up to 8, 2 seconds) */
+#define GPU_BWD_WARP_MAX_SPAN 8
 #define GPU_BWD_WARP_OUTPUTS (GPU_WARP * DWCONV_GRAD_CHUNK) /* a tile */
-#define GPU_BWD_WARP_FRONT 8 /* words before block 0: its elements -7 .. -1 and a spare */
+#define GPU_BWD_WARP_FRONT 16 /* words before block 0: its elements -15 .. -1 and a spare */
 
-/* The word of 4-byte unit u (from -7 on) of a region of blocks of 64 elements, EPW
+/* The word of 4-byte unit u (from -15 on) of a region of blocks of 64 elements, EPW
  * elements a word: 64 / EPW words a block and a spare. */
 template <int EPW> GPU_HD int gpu_bwd_warp_word(int u) {
     const int per_block = DWCONV_GRAD_CHUNK / EPW;
@@ -45,14 +49,18 @@ template <int EPW> GPU_HD int gpu_bwd_warp_word(int u) {
            (u % per_block + (u % per_block < 0) * per_block);
 }
 
-/* Words of the regions: staged x (elements -7 .. tile + K, one pair past what the
- * lanes use), staged dy (-7 .. tile + 1), and for 16-bit dtypes g (f32, -7 .. tile). */
+/* Whether (K, S, D) is one of the dilated instances. */
+#define GPU_BWD_WARP_DILATED(K_, S_, D_) ((S_) == 1 && (D_) > 1 && ((K_) - 1) * (D_) <= GPU_BWD_WARP_MAX_SPAN)
+
+/* Words of the regions: staged x (elements -15 .. tile + span + 2, a pair past what
+ * the lanes use), staged dy (-15 .. tile + 1), and for 16-bit dtypes g (f32, -15 ..
+ * tile). */
 template <int EPW> GPU_HD int gpu_bwd_warp_words(int last_element) {
     return (gpu_bwd_warp_word<EPW>(last_element / EPW) + 4) / 4 * 4;
 }
 template <int XT> struct gpu_bwd_warp_smem {
     enum { EPW = 4 / (int)sizeof(typename gpu_elem<XT>::raw) };
-    static __host__ __device__ int x_words() { return gpu_bwd_warp_words<EPW>(GPU_BWD_WARP_OUTPUTS + GPU_BWD_WARP_MAX_K + 1); }
+    static __host__ __device__ int x_words() { return gpu_bwd_warp_words<EPW>(GPU_BWD_WARP_OUTPUTS + GPU_BWD_WARP_MAX_SPAN + 2); }
     static __host__ __device__ int dy_words() { return gpu_bwd_warp_words<EPW>(GPU_BWD_WARP_OUTPUTS + 1); }
     static __host__ __device__ int g_words() { return EPW == 1 ? 0 : gpu_bwd_warp_words<1>(GPU_BWD_WARP_OUTPUTS); }
     static __host__ __device__ size_t bytes() { return (size_t)(x_words() + dy_words() + g_words()) * 4; }
@@ -81,7 +89,7 @@ static __device__ __forceinline__ void gpu_bwd_warp_stage(uint32_t *region, cons
     }
 }
 
-/* Element e (from -7 on) of a staged region, widened. */
+/* Element e (from -15 on) of a staged region, widened. */
 template <int XT>
 static __device__ __forceinline__ float gpu_bwd_warp_elem(const uint32_t *region, int parity, int e) {
     typedef typename gpu_elem<XT>::raw raw;
@@ -118,62 +126,63 @@ template <> struct gpu_bwd_warp_run<DWCONV_F32> {
     }
 };
 
-/* One output of phase 2: z over the window xw, g from dy into *g, the chains p (p[K]:
- * the bias's sum). */
-template <int K>
+/* One output of phase 2: z over the window xw (tap k at xw[k D]), g from dy into *g,
+ * the chains p (p[K]: the bias's sum). */
+template <int K, int D>
 static __device__ __forceinline__ void gpu_bwd_warp_output(const float *xw, const float *w, float bias,
                                                            int activation, float dy, float *g, float *p) {
     float z = bias;
 #pragma unroll
-    for (int k = 0; k < K; k++) z = DWCONV_FMAF(xw[k], w[k], z);
+    for (int k = 0; k < K; k++) z = DWCONV_FMAF(xw[k * D], w[k], z);
     const float gv = dwconv_activation_grad(activation, z, dy);
     *g = gv;
 #pragma unroll
-    for (int k = 0; k < K; k++) p[k] = DWCONV_FMAF(gv, xw[k], p[k]);
+    for (int k = 0; k < K; k++) p[k] = DWCONV_FMAF(gv, xw[k * D], p[k]);
     p[K] = p[K] + gv;
 }
 
 /* Phase 2 for a whole chunk, activation ACT: the window's pairs loaded as the outputs
- * reach them (pairs up to (2j + K) / 2 = j + K / 2 for outputs 2j and 2j + 1: one
- * more each step). */
-template <int XT, int K, int ACT>
+ * reach them (outputs 2j and 2j + 1 read up to element 2j + 1 + span, in pair j + H,
+ * H = (span + 1) / 2: one pair more each step). */
+template <int XT, int K, int D, int ACT>
 static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT> xr, gpu_bwd_warp_run<XT> dr,
                                                           float *gl, const float *w, float bias, float *p) {
-    float xe[DWCONV_GRAD_CHUNK + K + 1];
+    const int H = ((K - 1) * D + 1) / 2;
+    float xe[DWCONV_GRAD_CHUNK + 2 * H + 2];
 #pragma unroll
     for (int j = 0; j < DWCONV_GRAD_CHUNK / 2; j++) {
         if (j == 0) {
 #pragma unroll
-            for (int q = 0; q <= K / 2; q++) xr.pair(q, xe[2 * q], xe[2 * q + 1]);
+            for (int q = 0; q <= H; q++) xr.pair(q, xe[2 * q], xe[2 * q + 1]);
         } else {
-            xr.pair(j + K / 2, xe[2 * (j + K / 2)], xe[2 * (j + K / 2) + 1]);
+            xr.pair(j + H, xe[2 * (j + H)], xe[2 * (j + H) + 1]);
         }
         float d0, d1;
         dr.pair(j, d0, d1);
-        gpu_bwd_warp_output<K>(xe + 2 * j, w, bias, ACT, d0, gl + 2 * j, p);
-        gpu_bwd_warp_output<K>(xe + 2 * j + 1, w, bias, ACT, d1, gl + 2 * j + 1, p);
+        gpu_bwd_warp_output<K, D>(xe + 2 * j, w, bias, ACT, d0, gl + 2 * j, p);
+        gpu_bwd_warp_output<K, D>(xe + 2 * j + 1, w, bias, ACT, d1, gl + 2 * j + 1, p);
     }
 }
 
 /* Inputs [edge_lo, L - edge_hi) of a row are this kernel's (plan), the rest the gather
  * kernel's: besides the padding mode's ends and the final state's positions, the
- * inputs read by an output outside the row ([0, K - 1 - pad_left) and
+ * inputs read by an output outside the row ([0, span - pad_left) and
  * [L_out - pad_left, L)), whose chains are shorter. */
 static inline void gpu_bwd_warp_edges(gpu_bwd_args *a) {
     if (!a->dx) return;
     const int64_t L = a->length;
-    int64_t lo = a->kernel_size - 1 - a->pad_left, hi = L - (a->output_length - a->pad_left);
+    int64_t lo = a->span - a->pad_left, hi = L - (a->output_length - a->pad_left);
     lo = lo > a->edge_lo ? lo : a->edge_lo;
     hi = hi > a->edge_hi ? hi : a->edge_hi;
     a->edge_lo = lo < 0 ? 0 : lo > L ? L : lo;
     a->edge_hi = hi < 0 ? 0 : hi > L - a->edge_lo ? L - a->edge_lo : hi;
 }
 
-template <int XT, int WT, int K>
+template <int XT, int WT, int K, int D>
 __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     typedef gpu_bwd_warp_smem<XT> smem;
-    const int lane = threadIdx.x, EPW = smem::EPW;
+    const int lane = threadIdx.x, EPW = smem::EPW, SPAN = (K - 1) * D;
     uint32_t *xs = (uint32_t *)gpu_shared_base(), *ds = xs + smem::x_words();
     float *gs = EPW == 1 ? (float *)ds : (float *)(ds + smem::dy_words()); /* g, then dx */
     const int64_t L = a.length, L_out = a.output_length, pad = a.pad_left;
@@ -190,20 +199,20 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
         for (int k = 0; k < K; k++) w[k] = row.weight(k);
 
         gpu_sync_warp(); /* the previous tile's reads are done */
-        /* 1. x elements [-(K-1), n_out + K - 1), dy [-(K-1), n_out) (not before the row) */
-        gpu_bwd_warp_stage<XT>(xs, row.x, x0, xpar, 1 - K, n_out + K - 1, L, lane,
+        /* 1. x elements [-span, n_out + span), dy [-span, n_out) (not before the row) */
+        gpu_bwd_warp_stage<XT>(xs, row.x, x0, xpar, -SPAN, n_out + SPAN, L, lane,
                                [&](int64_t j) { return row.xr(a, j); });
-        gpu_bwd_warp_stage<XT>(ds, row.dy, t0, dpar, (int)gpu_max64(1 - K, -t0), n_out, L_out, lane,
+        gpu_bwd_warp_stage<XT>(ds, row.dy, t0, dpar, (int)gpu_max64(-SPAN, -t0), n_out, L_out, lane,
                                [&](int64_t j) { return j >= 0 && j < L_out ? row.dy[j] : (raw)0; });
         gpu_copy_wait();
         gpu_sync_warp();
 
-        /* 2. g of the K - 1 outputs before the tile, then each lane's chunk */
-        if (lane < K - 1 && t0 + lane - (K - 1) >= 0) {
-            const int d = lane - (K - 1);
+        /* 2. g of the span's outputs before the tile, then each lane's chunk */
+        if (lane < SPAN && t0 + lane - SPAN >= 0) {
+            const int d = lane - SPAN;
             float z = row.bias;
 #pragma unroll
-            for (int k = 0; k < K; k++) z = DWCONV_FMAF(gpu_bwd_warp_elem<XT>(xs, xpar, d + k), w[k], z);
+            for (int k = 0; k < K; k++) z = DWCONV_FMAF(gpu_bwd_warp_elem<XT>(xs, xpar, d + k * D), w[k], z);
             gs[gpu_bwd_warp_word<1>(d)] = dwconv_activation_grad(a.activation, z, gpu_bwd_warp_elem<XT>(ds, dpar, d));
         }
         const int c0 = lane * DWCONV_GRAD_CHUNK, n = n_out - c0; /* outputs of the lane's chunk */
@@ -212,37 +221,37 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
         if (n >= DWCONV_GRAD_CHUNK) {
             const gpu_bwd_warp_run<XT> xr(xs + gpu_bwd_warp_word<EPW>(c0 / EPW), xpar);
             const gpu_bwd_warp_run<XT> dr(ds + gpu_bwd_warp_word<EPW>(c0 / EPW), dpar);
-            if (a.activation == DWCONV_ACT_SILU) gpu_bwd_warp_chunk<XT, K, DWCONV_ACT_SILU>(xr, dr, gl, w, row.bias, p);
-            else if (a.activation == DWCONV_ACT_RELU) gpu_bwd_warp_chunk<XT, K, DWCONV_ACT_RELU>(xr, dr, gl, w, row.bias, p);
-            else gpu_bwd_warp_chunk<XT, K, DWCONV_ACT_NONE>(xr, dr, gl, w, row.bias, p);
+            if (a.activation == DWCONV_ACT_SILU) gpu_bwd_warp_chunk<XT, K, D, DWCONV_ACT_SILU>(xr, dr, gl, w, row.bias, p);
+            else if (a.activation == DWCONV_ACT_RELU) gpu_bwd_warp_chunk<XT, K, D, DWCONV_ACT_RELU>(xr, dr, gl, w, row.bias, p);
+            else gpu_bwd_warp_chunk<XT, K, D, DWCONV_ACT_NONE>(xr, dr, gl, w, row.bias, p);
         } else {
 #pragma unroll 1
             for (int m = 0; m < n; m++) { /* the row's last chunk, shorter */
-                float xw[K];
+                float xw[SPAN + 1];
 #pragma unroll
-                for (int k = 0; k < K; k++) xw[k] = gpu_bwd_warp_elem<XT>(xs, xpar, c0 + m + k);
-                gpu_bwd_warp_output<K>(xw, w, row.bias, a.activation, gpu_bwd_warp_elem<XT>(ds, dpar, c0 + m),
+                for (int k = 0; k < K; k++) xw[k * D] = gpu_bwd_warp_elem<XT>(xs, xpar, c0 + m + k * D);
+                gpu_bwd_warp_output<K, D>(xw, w, row.bias, a.activation, gpu_bwd_warp_elem<XT>(ds, dpar, c0 + m),
                                        gl + m, p);
             }
         }
         gpu_sync_warp(); /* every g is written, x and dy are read */
 
-        /* 3. dx over g in place: first the K - 1 g before the chunk (the previous
+        /* 3. dx over g in place: first the span's g before the chunk (the previous
          * lane's, or the tile's first), then, after the barrier, the chunk */
         if (a.dx) {
-            float gw[K]; /* gw[k]: g of output m - (K - 1) + k once m's turn shifts it in */
+            float gw[SPAN + 1]; /* gw[i]: g of output m - span + i once m's turn shifts it in */
 #pragma unroll
-            for (int j = 1; j < K; j++) gw[K - j] = gl[-1 - j]; /* element -j: a spare word between */
+            for (int j = 1; j <= SPAN; j++) gw[SPAN + 1 - j] = gl[-1 - j]; /* element -j: a spare word between */
             gpu_sync_warp();
             if (n > 0) {
 #pragma unroll 16
                 for (int m = 0; m < DWCONV_GRAD_CHUNK; m++) {
 #pragma unroll
-                    for (int k = 0; k + 1 < K; k++) gw[k] = gw[k + 1];
-                    gw[K - 1] = gl[m];
+                    for (int i = 0; i < SPAN; i++) gw[i] = gw[i + 1];
+                    gw[SPAN] = gl[m];
                     float acc = 0.0f;
 #pragma unroll
-                    for (int k = K - 1; k >= 0; k--) acc = DWCONV_FMAF(gw[K - 1 - k], w[k], acc);
+                    for (int k = K - 1; k >= 0; k--) acc = DWCONV_FMAF(gw[SPAN - k * D], w[k], acc);
                     gl[m] = acc;
                 }
             }

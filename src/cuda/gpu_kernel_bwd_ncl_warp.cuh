@@ -258,8 +258,8 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
             gpu_sync_warp();
             /* 4. inputs x0 + d, d in [lo, hi): slot d */
             raw *dx = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
-            const int lo = (int)gpu_max64(0, a.edge_lo - x0);
-            const int hi = (int)gpu_min64(n_out, L - a.edge_hi - x0);
+            const int lo = (int)gpu_min64(gpu_max64(0, a.edge_lo - x0), n_out); /* 64-bit until clamped */
+            const int hi = (int)gpu_max64(gpu_min64(n_out, L - a.edge_hi - x0), lo);
             for (int d = lo + lane; d < hi; d += GPU_WARP) dx[x0 + d] = gpu_elem<XT>::narrow(gs[gpu_bwd_warp_word<1>(d)]);
         }
 

@@ -42,11 +42,12 @@
 #define GPU_BWD_WARP_FRONT 16 /* words before block 0: its elements -15 .. -1 and a spare */
 
 /* The word of 4-byte unit u (from -15 on) of a region of blocks of 64 elements, EPW
- * elements a word: 64 / EPW words a block and a spare. */
+ * elements a word: 64 / EPW words a block and a spare, so unit u of block floor(u /
+ * P) lies u + floor(u / P) words from block 0 (u + P > 0: a division of positives,
+ * by a power of two, a shift). */
 template <int EPW> GPU_HD int gpu_bwd_warp_word(int u) {
     const int per_block = DWCONV_GRAD_CHUNK / EPW;
-    return GPU_BWD_WARP_FRONT + (u / per_block - (u % per_block < 0)) * (per_block + 1) +
-           (u % per_block + (u % per_block < 0) * per_block);
+    return GPU_BWD_WARP_FRONT + u + (u + per_block) / per_block - 1;
 }
 
 /* Whether (K, S, D) is one of the dilated instances. */
@@ -66,27 +67,55 @@ template <int XT> struct gpu_bwd_warp_smem {
     static __host__ __device__ size_t bytes() { return (size_t)(x_words() + dy_words() + g_words()) * 4; }
 };
 
+/* Units [u0, u1) of a staged region (unit 0's element 0 at row position unit0), one
+ * word at a time: an asynchronous copy where every element of the word lies in [0, n)
+ * of the row, else element by element from value(position). */
+template <int XT, class F>
+static __device__ __forceinline__ void gpu_bwd_warp_units(uint32_t *region, const typename gpu_elem<XT>::raw *row,
+                                                          int64_t unit0, int u0, int u1, int64_t n, int lane,
+                                                          F value) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int EPW = 4 / (int)sizeof(raw);
+    for (int u = u0 + lane; u < u1; u += GPU_WARP) {
+        const int64_t at = unit0 + (int64_t)u * EPW; /* row position of the word's element 0 */
+        uint32_t *to = region + gpu_bwd_warp_word<EPW>(u);
+        if (at >= 0 && at + EPW <= n) {
+            gpu_copy4_async(to, row + at);
+        } else {
+#pragma unroll
+            for (int h = 0; h < EPW; h++) ((raw *)to)[h] = value(at + h);
+        }
+    }
+}
+
 /* Elements [lo, hi) of a row segment (element 0 at row position p0, parity: the
  * element offset of p0 inside its 4-byte word) into a staged region, whole words by
  * asynchronous copies where every element of the word lies in [0, n) of the row;
- * the others element by element from value(position). */
+ * the others element by element from value(position). The blocks whose words all lie
+ * inside the segment and the row (all but a tile's ends) are copied by a loop of
+ * their own, without a test or an index computation per word. */
 template <int XT, class F>
 static __device__ __forceinline__ void gpu_bwd_warp_stage(uint32_t *region, const typename gpu_elem<XT>::raw *row,
                                                           int64_t p0, int parity, int lo, int hi, int64_t n,
                                                           int lane, F value) {
     typedef typename gpu_elem<XT>::raw raw;
-    const int EPW = 4 / (int)sizeof(raw);
+    const int EPW = 4 / (int)sizeof(raw), P = DWCONV_GRAD_CHUNK / EPW; /* words a block */
     const int u_lo = (lo + parity) / EPW - ((lo + parity) % EPW < 0), u_hi = (hi + parity + EPW - 1) / EPW;
-    for (int u = u_lo + lane; u < u_hi; u += GPU_WARP) {
-        const int64_t first = p0 - parity + (int64_t)u * EPW; /* row position of the word's element 0 */
-        uint32_t *to = region + gpu_bwd_warp_word<EPW>(u);
-        if (first >= 0 && first + EPW <= n) {
-            gpu_copy4_async(to, row + first);
-        } else {
+    const int64_t unit0 = p0 - parity; /* row position of unit 0's element 0 */
+    /* whole blocks [b_lo, b_hi): inside [u_lo, u_hi) (u_lo > -P) and the row */
+    int b_lo = (u_lo + 2 * P - 1) / P - 1, b_hi = u_hi / P;
+    if (unit0 < 0) /* (at most b_hi + 1: an int) */
+        b_lo = (int)gpu_min64(gpu_max64(b_lo, (-unit0 + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK), b_hi + 1);
+    b_hi = (int)gpu_min64(b_hi, n < unit0 ? 0 : (n - unit0) / DWCONV_GRAD_CHUNK);
+    if (b_hi < b_lo) b_hi = b_lo;
+    const raw *from = row + (unit0 + (int64_t)b_lo * DWCONV_GRAD_CHUNK) + lane * EPW;
+    uint32_t *to = region + gpu_bwd_warp_word<EPW>(b_lo * P) + lane;
+    for (int block = b_lo; block < b_hi; block++, from += DWCONV_GRAD_CHUNK, to += P + 1) {
 #pragma unroll
-            for (int h = 0; h < EPW; h++) ((raw *)to)[h] = value(first + h);
-        }
+        for (int r = 0; r < P; r += GPU_WARP) gpu_copy4_async(to + r, from + r * EPW);
     }
+    gpu_bwd_warp_units<XT>(region, row, unit0, u_lo, b_lo * P < u_hi ? b_lo * P : u_hi, n, lane, value);
+    gpu_bwd_warp_units<XT>(region, row, unit0, b_hi * P > u_lo ? b_hi * P : u_lo, u_hi, n, lane, value);
 }
 
 /* Element e (from -15 on) of a staged region, widened. */

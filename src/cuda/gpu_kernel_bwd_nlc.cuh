@@ -40,13 +40,17 @@ static __device__ __forceinline__ void gpu_bwd_nlc_stage(typename gpu_elem<XT>::
                                                          int64_t first, int rows, int64_t n, int64_t C,
                                                          int lane, F value) {
     typedef typename gpu_elem<XT>::raw raw;
-    const int EPW = 4 / (int)sizeof(raw), per_row = GPU_WARP / EPW;
-    for (int u = lane; u < rows * per_row; u += GPU_WARP) {
-        const int r = u / per_row, ch = u % per_row * EPW;
-        const int64_t pos = first + r, c = c0 + ch;
-        const raw *src = (const raw *)base + b * stride[0] + c * stride[1] + pos * stride[2];
-        raw *to = stage + r * GPU_WARP + ch;
-        if (pos >= 0 && pos < n && c + EPW <= C && ((uintptr_t)src & 3) == 0) {
+    /* a lane's word: channels c .. c + EPW - 1 of rows r0, r0 + step, ... (f32: one row
+     * a pass; 16-bit: two), its addresses advanced rather than recomputed */
+    const int EPW = 4 / (int)sizeof(raw), per_row = GPU_WARP / EPW, step = GPU_WARP / per_row;
+    const int ch = lane % per_row * EPW, r0 = lane / per_row;
+    const int64_t c = c0 + ch;
+    const bool whole = c + EPW <= C; /* every channel of the word exists */
+    const raw *src = (const raw *)base + b * stride[0] + c * stride[1] + (first + r0) * stride[2];
+    raw *to = stage + r0 * GPU_WARP + ch;
+    for (int r = r0; r < rows; r += step, src += step * stride[2], to += step * GPU_WARP) {
+        const int64_t pos = first + r;
+        if (whole && pos >= 0 && pos < n && ((uintptr_t)src & 3) == 0) {
             gpu_copy4_async(to, src);
         } else {
 #pragma unroll
@@ -124,15 +128,21 @@ __global__ __launch_bounds__(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(16)) void dwconv_bw
                     if (o - k >= 0) acc = DWCONV_FMAF(gr[K - 1 - k], w[k], acc);
                 dx[i0 * dxs] = gpu_elem<XT>::narrow(acc);
             }
-            /* the row's last output: the inputs after i0, read only by outputs up to o */
-            for (int64_t i = gpu_max64(i0 + 1, in_lo); i < hi; i++) {
-                const int ahead = (int)(i - i0); /* reader with tap k: output o - (k - ahead) */
+        }
+        /* the row's last output (the chunk's last, g's window still holds it): the
+         * inputs after its i0, read only by outputs up to it (input i0 + ahead by
+         * tap k through output o - (k - ahead)); the row's last input is i0 + K - 1 -
+         * pad_right, so `ahead` < K, a compile-time count: the window stays in registers */
+        if (dx && o_end == L_out) {
+            const int64_t o = L_out - 1, i0 = o - pl;
+#pragma unroll
+            for (int ahead = 1; ahead < K; ahead++) {
+                const int64_t i = i0 + ahead;
+                if (i < in_lo || i >= in_hi) continue;
                 float acc = 0.0f;
 #pragma unroll
-                for (int k = K - 1; k >= 0; k--)
-#pragma unroll
-                    for (int d = 0; d < K; d++) /* constant indices: registers */
-                        if (d == k - ahead && o - d >= 0) acc = DWCONV_FMAF(gr[K - 1 - d], w[k], acc);
+                for (int k = K - 1; k >= ahead; k--)
+                    if (o - (k - ahead) >= 0) acc = DWCONV_FMAF(gr[K - 1 - (k - ahead)], w[k], acc);
                 dx[i * dxs] = gpu_elem<XT>::narrow(acc);
             }
         }

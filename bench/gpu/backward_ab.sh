@@ -1,16 +1,17 @@
 #!/bin/bash
-# The GPU backward of two builds side by side, on the GPU machine: issue 12's cases
-# timed by bench/gpu/backward_bench.c (median of 20 calls against a same-run copy of
-# the same traffic), the builds alternating case by case, two passes; then the GPU
-# backward suite, compute-sanitizer (quick suite) and ncu on the new build.
+# The GPU backward of two or more builds side by side, on the GPU machine: issue 12's
+# cases timed by bench/gpu/backward_bench.c (median of 20 calls against a same-run copy
+# of the same traffic), the builds alternating case by case, two passes; then the GPU
+# backward suite, compute-sanitizer (quick suite) and ncu on the last build.
 #
-#   bash bench/gpu/backward_ab.sh OLD NEW
+#   bash bench/gpu/backward_ab.sh OLD NEW [NEWER ...]
 #
-# OLD and NEW are build directories (or copies) holding src/.libs/libdwconv.so* and
-# src/.libs/dwconv/dwconv_cuda.so, NEW also tests/check_gpu_backward. Extra libraries
-# (libsubunit for the suite): LD_LIBRARY_PATH as usual.
-old=$1 new=$2
-[ -d "$old" ] && [ -d "$new" ] || { echo "usage: $0 OLD NEW" >&2; exit 2; }
+# Each is a build directory (or a copy) holding src/.libs/libdwconv.so* and
+# src/.libs/dwconv/dwconv_cuda.so, the last also tests/check_gpu_backward. Extra
+# libraries (libsubunit for the suite): LD_LIBRARY_PATH as usual.
+[ $# -ge 2 ] || { echo "usage: $0 OLD NEW [NEWER ...]" >&2; exit 2; }
+for b in "$@"; do [ -d "$b" ] || { echo "$0: no build at $b" >&2; exit 2; }; done
+new=${!#}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 cc -O2 -Iinclude bench/gpu/backward_bench.c -L"$new/src/.libs" -ldwconv -o /tmp/backward_bench || exit 1
 run() { b=$1; shift; DWCONV_MODULE_PATH=$b/src/.libs/dwconv LD_LIBRARY_PATH=$b/src/.libs:$LD_LIBRARY_PATH timeout 60 /tmp/backward_bench "$@"; }
@@ -33,7 +34,7 @@ cases=(
 for pass in 1 2; do
   for c in "${cases[@]}"; do
     c=${c%%#*}
-    for b in "$old" "$new"; do echo -n "$(basename "$b"): "; run "$b" $c | sed 's/ ([0-9]* GB\/s of x, dy, dx)//'; done
+    for b in "$@"; do echo -n "$(basename "$b"): "; run "$b" $c | sed 's/ ([0-9]* GB\/s of x, dy, dx)//'; done
   done
 done
 m=$new/src/.libs/dwconv

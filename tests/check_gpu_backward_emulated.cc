@@ -87,7 +87,7 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
         /* the warp kernel's dx: all but the row ends of the padding mode and the inputs
          * an output outside the row reads */
         const int64_t warp_lo = std::max<int64_t>(edge, a.span - a.pad_left);
-        const int64_t warp_hi = std::max<int64_t>(edge, L - a.output_length + a.pad_left);
+        const int64_t warp_hi = std::max<int64_t>(edge, L - a.output_length * a.stride + a.pad_left);
         const char *wrong = NULL;
         if ((warp != 0) != gpu_bwd_warp_fits(&a) || (warp && (chunk || nlc || tile)))
             wrong = "the warp kernel must run exactly where it applies, and alone";
@@ -223,25 +223,28 @@ int check_shapes(test_rng *rng, int *runs) {
     return failures;
 }
 
-/* The staged kernels of stride 1, K <= 8: warp (channel-first, with its dilated K too)
- * and nlc (channel-last, here with several groups of 32 channels and odd channel
- * counts). Every K, pads below, at and above the span, each padding mode and activation, rows of
- * one partial tile, of several with a short last chunk, and of a last tile of one
- * chunk. */
+/* The staged kernels: warp (channel-first, K <= 8, and its stepped K: stride 2, the
+ * dilated) and nlc (channel-last, here with several groups of 32 channels and odd
+ * channel counts). Every K, pads below, at and above the span, each padding mode and
+ * activation, rows of one partial tile, of several with a short last chunk, and of a
+ * last tile of one chunk. */
 int check_staged(test_rng *rng, int *runs) {
     static const int64_t lengths[] = {520, 2100, 4160, 4200, 6200};
     int failures = 0;
-    for (int i = 0; i < (gpu_test_quick() ? 24 : 80); i++) {
-        static const int64_t dilated[][2] = {{3, 2}, {3, 4}, {5, 2}, {7, 2}}; /* K, D */
-        const bool nlc = i % 2, dilate = !nlc && i % 6 == 2;
-        const int64_t K = dilate ? dilated[i / 6 % 4][0] : 1 + i % 8;
+    for (int i = 0; i < (gpu_test_quick() ? 30 : 100); i++) {
+        static const int64_t stepped[][3] = {{3, 2, 1}, {3, 1, 2}, {3, 1, 4}, {5, 1, 2}, {7, 1, 2}}; /* K, S, D */
+        const bool nlc = i % 2, step = !nlc && i % 6 == 2;
+        const int64_t *kind = stepped[i / 6 % 5];
+        const int64_t K = step ? kind[0] : 1 + i % 8;
         dwconv_desc d;
-        dwconv_desc_init(&d, 1 + i % 2, nlc ? 33 + i % 40 : 1 + i % 3, nlc ? lengths[i % 5] / 8 : lengths[i % 5], K);
-        if (dilate) d.dilation = dilated[i / 6 % 4][1];
+        /* (stride 2: twice the length, for as many outputs) */
+        const int64_t length = (nlc ? lengths[i % 5] / 8 : lengths[i % 5]) * (step ? kind[1] : 1);
+        dwconv_desc_init(&d, 1 + i % 2, nlc ? 33 + i % 40 : 1 + i % 3, length + (step ? i / 6 % 3 : 0), K);
+        if (step) d.stride = kind[1], d.dilation = kind[2];
         const int64_t span = (K - 1) * d.dilation;
         d.pad_left = test_rng_range(rng, 0, span + 2), d.pad_right = test_rng_range(rng, 0, span + 2);
         d.padding_mode = (dwconv_padding_mode)(i / 2 % 4);
-        d.activation = (dwconv_activation)(i % 3);
+        d.activation = (dwconv_activation)((i + i / 6) % 3); /* (i % 3 alone: the stepped K all silu) */
         d.dtype = (dwconv_dtype)(i / 3 % 3), d.weight_dtype = i % 4 ? d.dtype : DWCONV_F32;
         d.layout = nlc ? DWCONV_LAYOUT_NLC : DWCONV_LAYOUT_NCL;
         if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;

@@ -4,7 +4,8 @@
  * and the tests' CPU emulator, which run the same list.
  *
  *   1. warp    (gpu_kernel_bwd_ncl_warp.cuh), channel-first rows of 8 chunks or more,
- *              stride 1, K <= 8 (or the forward lean's dilated K): per tile of 32 chunks, a lane per
+ *              K <= 8 at stride 1 (or the forward lean's stepped K: stride 2, dilated):
+ *              per tile of 32 chunks, a lane per
  *              chunk: g, its partial sums, dx of the tile's inputs whose readers all
  *              exist; the tile's tree; else
  *      tile    (gpu_kernel_bwd_ncl_tile.cuh), channel-first rows of 8 chunks or more:
@@ -109,19 +110,20 @@ template <int XT, int WT> struct gpu_bwd_nlc_k<XT, WT, 0> {
 /* warp's instance for dilation 1 and a run-time K in [1, K]. */
 template <int XT, int WT, int K> struct gpu_bwd_warp_k {
     static gpu_bwd_kernel_fn get(int64_t k) {
-        return k == K ? dwconv_bwd_ncl_warp_kernel<XT, WT, K, 1> : gpu_bwd_warp_k<XT, WT, K - 1>::get(k);
+        return k == K ? dwconv_bwd_ncl_warp_kernel<XT, WT, K, 1, 1> : gpu_bwd_warp_k<XT, WT, K - 1>::get(k);
     }
 };
 template <int XT, int WT> struct gpu_bwd_warp_k<XT, WT, 0> {
     static gpu_bwd_kernel_fn get(int64_t) { return NULL; }
 };
-/* ... or one of the forward lean's dilated K (GPU_LEAN_STEPPED, GPU_BWD_WARP_DILATED). */
+/* ... or one of the forward lean's stepped K (GPU_LEAN_STEPPED, GPU_BWD_WARP_STEPPED). */
 struct gpu_bwd_warp_kernels {
     template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *a) {
-        if (a->dilation == 1) return gpu_bwd_warp_k<XT, WT, GPU_BWD_WARP_MAX_K>::get(a->kernel_size);
-#define GPU_BWD_WARP_PICK(K_, S_, D_)                                                     \
-    if (GPU_BWD_WARP_DILATED(K_, S_, D_) && a->kernel_size == K_ && a->dilation == D_)       \
-        return dwconv_bwd_ncl_warp_kernel<XT, WT, K_, GPU_BWD_WARP_DILATED(K_, S_, D_) ? D_ : 1>;
+        if (a->stride == 1 && a->dilation == 1) return gpu_bwd_warp_k<XT, WT, GPU_BWD_WARP_MAX_K>::get(a->kernel_size);
+#define GPU_BWD_WARP_PICK(K_, S_, D_)                                                                         \
+    if (GPU_BWD_WARP_STEPPED(K_, S_, D_) && a->kernel_size == K_ && a->stride == S_ && a->dilation == D_)      \
+        return dwconv_bwd_ncl_warp_kernel<XT, WT, K_, GPU_BWD_WARP_STEPPED(K_, S_, D_) ? S_ : 1,              \
+                                          GPU_BWD_WARP_STEPPED(K_, S_, D_) ? D_ : 1>;
         GPU_LEAN_STEPPED(GPU_BWD_WARP_PICK)
 #undef GPU_BWD_WARP_PICK
         return NULL;
@@ -167,13 +169,13 @@ static inline int64_t gpu_bwd_tile_chunks(const gpu_bwd_args *a) {
 }
 
 /* Whether the warp kernel applies: x, dy and dx channel-first with adjacent
- * positions, stride 1, K <= GPU_BWD_WARP_MAX_K at dilation 1 or a dilated K of the
- * forward lean's of a span the kernel takes (GPU_BWD_WARP_DILATED), rows of at least
+ * positions, K <= GPU_BWD_WARP_MAX_K at stride and dilation 1, or a stepped K of the
+ * forward lean's that the kernel takes (GPU_BWD_WARP_STEPPED), rows of at least
  * GPU_BWD_TILE_MIN_CHUNKS chunks (shorter ones would idle most lanes). */
 static inline int gpu_bwd_warp_shape(const gpu_bwd_args *a) {
-    if (a->stride != 1) return 0;
-    if (a->dilation == 1) return a->kernel_size <= GPU_BWD_WARP_MAX_K;
-#define GPU_BWD_WARP_IS(K_, S_, D_) || (GPU_BWD_WARP_DILATED(K_, S_, D_) && a->kernel_size == K_ && a->dilation == D_)
+    if (a->stride == 1 && a->dilation == 1) return a->kernel_size <= GPU_BWD_WARP_MAX_K;
+#define GPU_BWD_WARP_IS(K_, S_, D_) \
+    || (GPU_BWD_WARP_STEPPED(K_, S_, D_) && a->kernel_size == K_ && a->stride == S_ && a->dilation == D_)
     return 0 GPU_LEAN_STEPPED(GPU_BWD_WARP_IS);
 #undef GPU_BWD_WARP_IS
 }
@@ -183,12 +185,15 @@ static inline int gpu_bwd_warp_fits(const gpu_bwd_args *a) {
            dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS;
 }
 
-/* The warp instance for a, and its shared memory. */
+/* The warp instance for a, and its shared memory (x's region grows with the stride). */
 static inline gpu_bwd_kernel_fn gpu_bwd_warp_instance(const gpu_bwd_args *a) {
     return gpu_bwd_typed<gpu_bwd_warp_kernels>(a);
 }
+template <int S> static inline size_t gpu_bwd_warp_smem_bytes_of(const gpu_bwd_args *a) {
+    return a->dtype == DWCONV_F32 ? gpu_bwd_warp_smem<DWCONV_F32, S>::bytes() : gpu_bwd_warp_smem<DWCONV_BF16, S>::bytes();
+}
 static inline size_t gpu_bwd_warp_smem_bytes(const gpu_bwd_args *a) {
-    return a->dtype == DWCONV_F32 ? gpu_bwd_warp_smem<DWCONV_F32>::bytes() : gpu_bwd_warp_smem<DWCONV_BF16>::bytes();
+    return a->stride == 1 ? gpu_bwd_warp_smem_bytes_of<1>(a) : gpu_bwd_warp_smem_bytes_of<GPU_BWD_WARP_MAX_S>(a);
 }
 
 /* Whether the channel-last kernel applies: x, dy and dx channel-last, stride 1,

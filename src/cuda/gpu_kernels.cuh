@@ -34,7 +34,8 @@
  *   gpu_kernel_causal_update.cuh   the decode update, one thread per (sequence, channel)
  *
  * The backward (gpu_bwd_plan.cuh says which kernels run, in which order):
- *   gpu_kernel_bwd_ncl_warp.cuh channel-first rows, stride 1, dilation 1, K <= 8:
+ *   gpu_kernel_bwd_ncl_warp.cuh channel-first rows, K <= 8 at stride and dilation 1
+ *                               and the forward lean's stepped K (stride 2, dilated):
  *                               blocks of one warp, a lane per chunk of 64 outputs
  *                               (g, its partial sums, dx), the tile's tree
  *   gpu_kernel_bwd_ncl_tile.cuh channel-first rows: a block per tile of up to 32 chunks

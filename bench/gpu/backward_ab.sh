@@ -8,10 +8,13 @@
 #
 # Each is a build directory (or a copy) holding src/.libs/libdwconv.so* and
 # src/.libs/dwconv/dwconv_cuda.so, the last also tests/check_gpu_backward. Extra
-# libraries (libsubunit for the suite): LD_LIBRARY_PATH as usual.
+# libraries (libsubunit for the suite): LD_LIBRARY_PATH as usual. PARTS picks what runs
+# (default "time check sanitize ncu"), so that a long call can be split in two.
 [ $# -ge 2 ] || { echo "usage: $0 OLD NEW [NEWER ...]" >&2; exit 2; }
 for b in "$@"; do [ -d "$b" ] || { echo "$0: no build at $b" >&2; exit 2; }; done
 new=${!#}
+parts=" ${PARTS:-time check sanitize ncu} "
+want() { [[ $parts == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 cc -O2 -Iinclude bench/gpu/backward_bench.c -L"$new/src/.libs" -ldwconv -o /tmp/backward_bench || exit 1
 run() { b=$1; shift; DWCONV_MODULE_PATH=$b/src/.libs/dwconv LD_LIBRARY_PATH=$b/src/.libs:$LD_LIBRARY_PATH timeout 60 /tmp/backward_bench "$@"; }
@@ -32,21 +35,26 @@ cases=(
   "32 512 8192 3 1 4 4 4 zeros none f32 ncl xw"
 )
 for pass in 1 2; do
+  want time || break
   for c in "${cases[@]}"; do
     c=${c%%#*}
     for b in "$@"; do echo -n "$(basename "$b"): "; run "$b" $c | sed 's/ ([0-9]* GB\/s of x, dy, dx)//'; done
   done
 done
 m=$new/src/.libs/dwconv
-echo "== check_gpu_backward ($new, full)"
-DWCONV_MODULE_PATH=$m timeout 300 "$new/tests/check_gpu_backward" 2>&1 | tail -4
-for t in memcheck racecheck; do
+if want check; then
+  echo "== check_gpu_backward ($new, full)"
+  DWCONV_MODULE_PATH=$m timeout 300 "$new/tests/check_gpu_backward" 2>&1 | tail -4
+fi
+want sanitize && for t in memcheck racecheck; do
   echo "== compute-sanitizer $t (quick)"
   DWCONV_TEST_QUICK=1 CK_FORK=no DWCONV_MODULE_PATH=$m timeout 240 compute-sanitizer --tool $t \
     "$new/tests/check_gpu_backward" 2>&1 | tail -3
 done
+want ncu || exit 0
 echo "== ncu (one launch after 3)"
-for k in "warp:32 512 8192 3 1 1 1 1 zeros none f32 ncl xw" "warp:4 5120 4096 4 1 1 -1 0 zeros silu bf16 ncl xwb" \
+for k in "warp:32 512 8192 3 1 1 1 1 zeros none f32 ncl xw" "warp:32 512 8192 3 2 1 1 1 zeros none f32 ncl xw" \
+         "warp:4 5120 4096 4 1 1 -1 0 zeros silu bf16 ncl xwb" \
          "nlc:4 5120 4096 4 1 1 -1 0 zeros silu bf16 nlc xwb"; do
   echo "-- ${k%%:*} ${k#*:}"
   DWCONV_MODULE_PATH=$m LD_LIBRARY_PATH=$new/src/.libs:$LD_LIBRARY_PATH timeout 120 ncu --clock-control none \

@@ -99,11 +99,10 @@ static __device__ __forceinline__ void gpu_bwd_warp_units(uint32_t *region, cons
 
 /* Elements [lo, hi) of a row segment (element 0 at row position p0, parity: the
  * element offset of p0 inside its 4-byte word) into a staged region of blocks of BE
- * elements, whole words by
- * asynchronous copies where every element of the word lies in [0, n) of the row;
- * the others element by element from value(position). The blocks whose words all lie
- * inside the segment and the row (all but a tile's ends) are copied by a loop of
- * their own, without a test or an index computation per word. */
+ * elements, whole words by asynchronous copies where every element of the word lies
+ * in [0, n) of the row, the others element by element from value(position). The
+ * blocks whose words all lie inside the segment and the row (all but a tile's ends)
+ * are copied by a loop of their own, without a test or an index computation per word. */
 template <int XT, int BE, class F>
 static __device__ __forceinline__ void gpu_bwd_warp_stage(uint32_t *region, const typename gpu_elem<XT>::raw *row,
                                                           int64_t p0, int parity, int lo, int hi, int64_t n,

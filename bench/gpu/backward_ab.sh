@@ -55,10 +55,10 @@ want ncu || exit 0
 echo "== ncu (one launch after 3)"
 for k in "warp:32 512 8192 3 1 1 1 1 zeros none f32 ncl xw" "warp:32 512 8192 3 2 1 1 1 zeros none f32 ncl xw" \
          "warp:4 5120 4096 4 1 1 -1 0 zeros silu bf16 ncl xwb" \
-         "nlc:4 5120 4096 4 1 1 -1 0 zeros silu bf16 nlc xwb"; do
+         "nlc:4 5120 4096 4 1 1 -1 0 zeros silu bf16 nlc xwb" "nlc:4 5120 4096 4 1 1 -1 0 zeros silu f32 nlc xwb"; do
   echo "-- ${k%%:*} ${k#*:}"
   DWCONV_MODULE_PATH=$m LD_LIBRARY_PATH=$new/src/.libs:$LD_LIBRARY_PATH timeout 120 ncu --clock-control none \
     -k regex:"${k%%:*}" --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy \
     --section SchedulerStats /tmp/backward_bench ${k#*:} 2>&1 |
-    grep -E "Duration|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per" | head -8
+    grep -E "Duration|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Theoretical Occupancy|Registers Per|Shared Memory Per|Block Limit" | head -14
 done

@@ -259,7 +259,7 @@ static inline void gpu_bwd_plan_make(gpu_bwd_args *a, gpu_bwd_plan *pl) {
     } else if (gpu_bwd_nlc_fits(a)) { /* channel-last, small K: everything in registers */
         gpu_bwd_step_add(pl, gpu_bwd_nlc_instance(a), "backward nlc",
                          a->batch * chunks * gpu_div_up(a->channels, GPU_WARP) * GPU_WARP, GPU_WARP,
-                         gpu_bwd_nlc_smem(dwconv_dtype_size((dwconv_dtype)a->dtype)));
+                         gpu_bwd_nlc_smem(K, gpu_dtype_size(a->dtype)));
     } else { /* the chunk kernel: a ring of g for dx if it fits, else dx by gather */
         const int T = GPU_BWD_CHUNK_THREADS;
         const int64_t ring = a->dx ? a->halo + 1 : 0;

@@ -21,13 +21,14 @@
 #include "gpu_bwd_common.cuh"
 
 #define GPU_BWD_NLC_MAX_K 8
-/* rows staged at most: x under the chunk and the K - 1 outputs before it, dy of them */
-#define GPU_BWD_NLC_X_ROWS (DWCONV_GRAD_CHUNK + 2 * (GPU_BWD_NLC_MAX_K - 1))
-#define GPU_BWD_NLC_DY_ROWS (DWCONV_GRAD_CHUNK + GPU_BWD_NLC_MAX_K - 1)
+/* rows staged at most: x under the chunk and the K - 1 outputs before it, dy of them
+ * (sized to the instance's K: more blocks fit an SM at small K) */
+#define GPU_BWD_NLC_X_ROWS(K) (DWCONV_GRAD_CHUNK + 2 * ((K) - 1))
+#define GPU_BWD_NLC_DY_ROWS(K) (DWCONV_GRAD_CHUNK + (K) - 1)
 
-/* Shared memory of the nlc kernel for element size `bytes`. */
-GPU_HD size_t gpu_bwd_nlc_smem(size_t bytes) {
-    return (GPU_BWD_NLC_X_ROWS + GPU_BWD_NLC_DY_ROWS) * GPU_WARP * bytes;
+/* Shared memory of the nlc kernel for K taps of element size `bytes`. */
+GPU_HD size_t gpu_bwd_nlc_smem(int64_t K, size_t bytes) {
+    return (size_t)(GPU_BWD_NLC_X_ROWS(K) + GPU_BWD_NLC_DY_ROWS(K)) * GPU_WARP * bytes;
 }
 
 /* Rows [0, rows) of one operand (row r: position first + r; channels c0 .. c0 + 31)
@@ -65,7 +66,7 @@ template <int XT, int WT, int K>
 __global__ __launch_bounds__(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(16)) void dwconv_bwd_nlc_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     const int lane = threadIdx.x;
-    raw *xst = (raw *)gpu_shared_base(), *dst = xst + GPU_BWD_NLC_X_ROWS * GPU_WARP;
+    raw *xst = (raw *)gpu_shared_base(), *dst = xst + GPU_BWD_NLC_X_ROWS(K) * GPU_WARP;
     const int64_t L = a.length, L_out = a.output_length, C = a.channels, pl = a.pad_left;
     const int64_t chunks = a.tiles, groups = (C + GPU_WARP - 1) / GPU_WARP;
     const int64_t tasks = a.batch * chunks * groups;

@@ -79,6 +79,11 @@ GPU_HD int64_t gpu_lean_staged(int threads, int width, int64_t K, int64_t S, int
 GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64_t D) {
     return gpu_lean_staged(threads, width, K, S, D) * GPU_VECTOR_BYTES;
 }
+/* Whether lean stages a warp's tiles into two buffers by asynchronous copies, tile
+ * t + 1's in flight while tile t computes: strided instances in whole-warp tiles, whose
+ * loads (S vectors an output vector) held the registers that kept their occupancy low
+ * (bench/RESULTS-gpu.md, run I). */
+#define GPU_LEAN_PIPELINED(S, ROWS) ((S) > 1 && !(ROWS))
 
 /* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
  * memory; GPU_TILE_OUTPUTS outputs per thread, blocks of one warp up to 256 threads. */

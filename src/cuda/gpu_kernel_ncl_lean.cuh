@@ -187,6 +187,59 @@ static __device__ __forceinline__ float gpu_lean_weight(const gpu_conv_args &a, 
                                         : gpu_elem<XT>::widen(((const typename gpu_elem<XT>::raw *)w)[i]);
 }
 
+/* The task's tiles [t_begin, t_end) of one whole-warp row (GPU_LEAN_PIPELINED): each
+ * tile's x vectors staged by 16-byte asynchronous copies (the row ends element by
+ * element) into one of two buffers, tile t + 1's copies issued before tile t computes,
+ * so that a warp's loads stay in flight through its arithmetic without registers. The
+ * same windows and outputs as the register path. */
+template <int XT, int K, int S, int D, bool SILU>
+static __device__ __forceinline__ void gpu_lean_pipelined(const gpu_conv_args &a, uint4 *xs, bool have,
+                                                          int64_t b, int64_t c,
+                                                          const typename gpu_elem<XT>::raw *xrow,
+                                                          typename gpu_elem<XT>::raw *yrow, const float *w,
+                                                          float bias, int64_t o_first, int m,
+                                                          int64_t t_begin, int64_t t_end) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int V = gpu_vec_width<XT>::value, T = GPU_WARP, tid = threadIdx.x;
+    const int64_t L = a.length, L_out = a.output_length, tile_outputs = (int64_t)T * GPU_LEAN_VPT * V;
+    uint4 *const other = xs + gpu_lean_staged(T, V, K, S, D);
+    const int64_t SL = a.state_length; /* 0 without states */
+    const raw *before = a.state_in ? (const raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
+    /* x vectors [0, needed) of tile t into buf */
+    auto stage = [&](int64_t t, uint4 *buf) {
+        const int64_t o0 = o_first + t * tile_outputs, x0 = o0 * S - a.pad_left - m;
+        const int needed =
+            have && o0 < L_out ? (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S + (K - 1) * D + m) / V) + 1 : 0;
+        for (int q = tid; q < needed; q += T) {
+            const int64_t p = x0 + (int64_t)q * V;
+            if (gpu_lean_inside<XT>(p, L)) gpu_copy16_async(buf + q, xrow + p);
+            else buf[q] = gpu_lean_edge<XT>(xrow, L, a.padding_mode, p, before, SL);
+        }
+    };
+    if (t_begin < t_end) stage(t_begin, xs);
+    gpu_copy_commit();
+    for (int64_t t = t_begin; t < t_end; t++) {
+        const bool odd = (t - t_begin) & 1;
+        if (t + 1 < t_end) stage(t + 1, odd ? xs : other);
+        gpu_copy_commit(); /* (empty after the last tile: the wait below still leaves one group) */
+        gpu_copy_wait_but_newest(); /* tile t's copies */
+        gpu_sync_warp();
+        /* the row's first tile is the only one that reads its state: its loads are done */
+        if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
+        const int64_t o0 = o_first + t * tile_outputs;
+        const uint4 *buf = odd ? other : xs;
+        if (have && o0 < L_out) {
+            if (SILU)
+                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_SILU>(buf, m, tid, T, w, bias, yrow, o0, L_out);
+            else if (a.activation == DWCONV_ACT_RELU)
+                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_RELU>(buf, m, tid, T, w, bias, yrow, o0, L_out);
+            else
+                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_NONE>(buf, m, tid, T, w, bias, yrow, o0, L_out);
+        }
+        gpu_sync_warp(); /* buf is read: tile t + 2 may be staged there */
+    }
+}
+
 template <int XT, int K, int S = 1, int D = 1, bool ROWS = false, bool SILU = false>
 __global__ __launch_bounds__(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_WARP, GPU_LEAN_MIN_BLOCKS(K, S, ROWS))
 void dwconv_ncl_lean_kernel(gpu_conv_args a) {
@@ -224,6 +277,10 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
         const int64_t o_first = -(int64_t)gpu_misalignment<XT>(a.y, yoff);
         const int m = gpu_misalignment<XT>(a.x, xoff + o_first * S - a.pad_left);
         const int64_t t_begin = k * chunk, t_end = gpu_min64(t_begin + chunk, a.tiles_per_row);
+        if constexpr (GPU_LEAN_PIPELINED(S, ROWS)) {
+            gpu_lean_pipelined<XT, K, S, D, SILU>(a, xs, have, b, c, xrow, yrow, w, bias, o_first, m, t_begin, t_end);
+            continue;
+        }
         for (int64_t t = t_begin; t < t_end; t++) { /* ROWS: once (chunk and tiles_per_row are 1) */
             const int64_t o0 = o_first + t * tile_outputs;
             const bool active = have && o0 < L_out; /* the last tile of a row may be empty */

@@ -150,10 +150,22 @@ static __device__ __forceinline__ void gpu_prefetch_l1(const void *p) {
 #endif
 }
 
-/* A 4-byte copy from global to shared memory that the thread does not wait for
- * (cp.async on sm_80 and later: no register holds the value, so a warp keeps its
- * whole tile in flight); gpu_copy_wait makes the thread's copies complete. Elsewhere
- * a plain copy. */
+/* Asynchronous copies from global to shared memory: cp.async on NVIDIA sm_80 and
+ * later, which holds no register while in flight (so a warp keeps a whole tile in
+ * flight); elsewhere plain copies, and the waits are no-ops.
+ * gpu_copy16_async: 16 bytes, both sides 16-byte aligned; copies issued since the last
+ * gpu_copy_commit form a group, and gpu_copy_wait_but_newest waits for all of the
+ * thread's groups but the newest. gpu_copy4_async: 4 bytes; gpu_copy_wait makes all of
+ * the thread's copies complete. */
+static __device__ __forceinline__ void gpu_copy16_async(void *shared_dst, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(shared_dst)),
+                 "l"(src)
+                 : "memory");
+#else
+    *(uint4 *)shared_dst = *(const uint4 *)src;
+#endif
+}
 static __device__ __forceinline__ void gpu_copy4_async(void *shared_dst, const void *src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(shared_dst)),
@@ -163,7 +175,16 @@ static __device__ __forceinline__ void gpu_copy4_async(void *shared_dst, const v
     *(uint32_t *)shared_dst = *(const uint32_t *)src;
 #endif
 }
-
+static __device__ __forceinline__ void gpu_copy_commit(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void gpu_copy_wait_but_newest(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+}
 static __device__ __forceinline__ void gpu_copy_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;" ::: "memory");

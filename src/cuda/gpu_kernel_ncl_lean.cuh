@@ -151,6 +151,20 @@ static __device__ __forceinline__ void gpu_lean_outputs(const uint4 *xs, int m, 
                                                                             o0, L_out);
 }
 
+/* The tile's outputs with the instance's activation: SILU's own instance, or none and
+ * relu by one branch per tile (so that silu's registers and code are not theirs). */
+template <int XT, int K, int S, int D, bool SILU>
+static __device__ __forceinline__ void gpu_lean_tile(const gpu_conv_args &a, const uint4 *xs, int m, int tid,
+                                                     int T, const float *w, float bias,
+                                                     typename gpu_elem<XT>::raw *yrow, int64_t o0) {
+    if (SILU)
+        gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_SILU>(xs, m, tid, T, w, bias, yrow, o0, a.output_length);
+    else if (a.activation == DWCONV_ACT_RELU)
+        gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_RELU>(xs, m, tid, T, w, bias, yrow, o0, a.output_length);
+    else
+        gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_NONE>(xs, m, tid, T, w, bias, yrow, o0, a.output_length);
+}
+
 /* Batch entry, channel and chunk of task `task` (chunks of a row numbered along it,
  * rows batch-major): 32-bit divisions where the numbers fit, as they nearly always do. */
 static __device__ __forceinline__ void gpu_lean_task(int64_t task, int64_t row_chunks,
@@ -228,14 +242,7 @@ static __device__ __forceinline__ void gpu_lean_pipelined(const gpu_conv_args &a
         if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
         const int64_t o0 = o_first + t * tile_outputs;
         const uint4 *buf = odd ? other : xs;
-        if (have && o0 < L_out) {
-            if (SILU)
-                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_SILU>(buf, m, tid, T, w, bias, yrow, o0, L_out);
-            else if (a.activation == DWCONV_ACT_RELU)
-                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_RELU>(buf, m, tid, T, w, bias, yrow, o0, L_out);
-            else
-                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_NONE>(buf, m, tid, T, w, bias, yrow, o0, L_out);
-        }
+        if (have && o0 < L_out) gpu_lean_tile<XT, K, S, D, SILU>(a, buf, m, tid, T, w, bias, yrow, o0);
         gpu_sync_warp(); /* buf is read: tile t + 2 may be staged there */
     }
 }
@@ -327,13 +334,7 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
             /* the row's first tile is the only one that reads its state (a tile is
              * longer than S): its loads are done */
             if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
-            if (!active) continue;
-            if (SILU)
-                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_SILU>(xs, m, tid, T, w, bias, yrow, o0, L_out);
-            else if (a.activation == DWCONV_ACT_RELU)
-                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_RELU>(xs, m, tid, T, w, bias, yrow, o0, L_out);
-            else
-                gpu_lean_outputs<XT, K, S, D, DWCONV_ACT_NONE>(xs, m, tid, T, w, bias, yrow, o0, L_out);
+            if (active) gpu_lean_tile<XT, K, S, D, SILU>(a, xs, m, tid, T, w, bias, yrow, o0);
         }
     }
 }

@@ -139,7 +139,8 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
         a->tiles_per_block *= 2;
     l->threads = lanes == GPU_WARP ? GPU_WARP : GPU_LEAN_ROWS_BLOCK;
     const int groups = l->threads / lanes; /* tiles a block stages at once */
-    const int buffers = GPU_LEAN_PIPELINED(a->stride, lanes != GPU_WARP) ? 2 : 1;
+    /* pipelined: a second buffer for a task's next tile (none in tasks of one tile) */
+    const int buffers = GPU_LEAN_PIPELINED(a->stride, lanes != GPU_WARP) && a->tiles_per_block > 1 ? 2 : 1;
     l->smem = (size_t)(groups * buffers) * gpu_lean_smem(lanes, V, a->kernel_size, a->stride, a->dilation);
     gpu_grid_clamp(l->grid, gpu_div_up(rows * gpu_div_up(a->tiles_per_row, a->tiles_per_block), groups), 1, 1);
 }

@@ -196,18 +196,22 @@ static int release_barriers(int n) {
 
 unsigned char *gpu_emulated_shared() { return emu.shared; }
 
+/* Thread t's context, to start at thread_entry (a function of its own: getcontext
+ * returns like setjmp, and a loop around it draws gcc's -Wclobbered). */
+static void start_thread(int t) {
+    getcontext(&emu.contexts[t]);
+    emu.contexts[t].uc_stack.ss_sp = emu.stacks[t].data();
+    emu.contexts[t].uc_stack.ss_size = stack_bytes;
+    emu.contexts[t].uc_link = &emu.scheduler;
+    makecontext(&emu.contexts[t], (void (*)())thread_entry, 1, t);
+    emu.states[t] = RUNNING;
+}
+
 /* Runs block blockIdx to its end; 0, or -1 on a barrier some threads skip or a write
  * beside the shared memory. */
 static int run_block(int n) {
     place_shared((blockIdx.x + blockIdx.y + blockIdx.z) % 2 == 0);
-    for (int t = 0; t < n; t++) {
-        getcontext(&emu.contexts[t]);
-        emu.contexts[t].uc_stack.ss_sp = emu.stacks[t].data();
-        emu.contexts[t].uc_stack.ss_size = stack_bytes;
-        emu.contexts[t].uc_link = &emu.scheduler;
-        makecontext(&emu.contexts[t], (void (*)())thread_entry, 1, t);
-        emu.states[t] = RUNNING;
-    }
+    for (int t = 0; t < n; t++) start_thread(t);
     emu.in_block = true;
     for (bool descending = false;; descending = !descending) {
         run_phase(descending);

@@ -63,7 +63,7 @@ static __device__ __forceinline__ void gpu_bwd_nlc_stage(typename gpu_elem<XT>::
 /* Launch bounds: 16 one-warp blocks an SM leave 128 registers, which the K = 8
  * instances need (at 64, ptxas's own choice, they spill). */
 template <int XT, int WT, int K>
-__global__ __launch_bounds__(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(16)) void dwconv_bwd_nlc_kernel(gpu_bwd_args a) {
+__global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(16)) void dwconv_bwd_nlc_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
     const int lane = threadIdx.x;
     raw *xst = (raw *)gpu_shared_base(), *dst = xst + GPU_BWD_NLC_X_ROWS(K) * GPU_WARP;

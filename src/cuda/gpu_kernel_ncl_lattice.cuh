@@ -125,7 +125,7 @@ static __device__ __forceinline__ void gpu_lattice_sums(const float *q, const fl
 }
 
 template <int XT, int WT>
-__global__ __launch_bounds__(GPU_LATTICE_THREADS, GPU_SM_BLOCKS_AT_MOST(GPU_LATTICE_MIN_BLOCKS))
+__global__ GPU_LAUNCH_BOUNDS(GPU_LATTICE_THREADS, GPU_SM_BLOCKS_AT_MOST(GPU_LATTICE_MIN_BLOCKS))
 void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;

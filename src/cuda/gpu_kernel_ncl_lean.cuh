@@ -248,7 +248,7 @@ static __device__ __forceinline__ void gpu_lean_pipelined(const gpu_conv_args &a
 }
 
 template <int XT, int K, int S = 1, int D = 1, bool ROWS = false, bool SILU = false>
-__global__ __launch_bounds__(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_WARP, GPU_LEAN_MIN_BLOCKS(K, S, ROWS))
+__global__ GPU_LAUNCH_BOUNDS(ROWS ? GPU_LEAN_ROWS_BLOCK : GPU_WARP, GPU_LEAN_MIN_BLOCKS(K, S, ROWS))
 void dwconv_ncl_lean_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;

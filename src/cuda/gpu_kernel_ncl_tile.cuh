@@ -26,7 +26,7 @@ static __device__ __forceinline__ void gpu_tile_sync(int threads) {
 }
 
 template <int XT, int WT>
-__global__ __launch_bounds__(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kernel(gpu_conv_args a) {
+__global__ GPU_LAUNCH_BOUNDS(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;

@@ -36,7 +36,7 @@ static __device__ __forceinline__ float gpu_column_load(const typename gpu_elem<
 }
 
 template <int XT, int WT>
-__global__ __launch_bounds__(GPU_COLUMN_THREADS, GPU_COLUMN_MIN_BLOCKS) void dwconv_nlc_column_kernel(gpu_conv_args a) {
+__global__ GPU_LAUNCH_BOUNDS(GPU_COLUMN_THREADS, GPU_COLUMN_MIN_BLOCKS) void dwconv_nlc_column_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;

@@ -32,6 +32,16 @@ static inline unsigned char *gpu_shared_base(void) { return DWCONV_GPU_SHARED_BA
 #endif
 /* n blocks an SM for launch bounds, or as many as the SM holds where that is fewer. */
 #define GPU_SM_BLOCKS_AT_MOST(n) ((n) < GPU_SM_BLOCKS ? (n) : GPU_SM_BLOCKS)
+/* Launch bounds: at most `threads` a block and, on NVIDIA, at least `blocks` resident
+ * an SM (ptxas sizes the registers to fit). hip-clang reads a second argument as waves
+ * per execution unit, another quantity: 16 there capped gfx1030's registers at 64 and
+ * spilled the nlc backward's K = 8 instances (288-316 bytes a lane). The NVIDIA-tuned
+ * counts mean nothing on AMD, so HIP builds get the thread bound only. */
+#if defined(DWCONV_GPU_IS_HIP)
+#define GPU_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads)
+#else
+#define GPU_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
+#endif
 
 /* Storage conversions. On NVIDIA GPUs the conversion instructions give exactly the
  * bits of the shared functions in dwconv_numerics.h for every non-NaN input (round

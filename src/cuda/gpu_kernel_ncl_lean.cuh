@@ -201,6 +201,23 @@ static __device__ __forceinline__ float gpu_lean_weight(const gpu_conv_args &a, 
                                         : gpu_elem<XT>::widen(((const typename gpu_elem<XT>::raw *)w)[i]);
 }
 
+/* x vectors [0, needed) that the tile at o0 reads: those under its existing outputs
+ * (none if it has none), x vector 0 being m elements before its first window. */
+template <int XT, int K, int S, int D>
+static __device__ __forceinline__ int gpu_lean_needed(bool active, int64_t o0, int64_t L_out,
+                                                      int64_t tile_outputs, int m) {
+    const int V = gpu_vec_width<XT>::value;
+    return active ? (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S + (K - 1) * D + m) / V) + 1 : 0;
+}
+/* The end of row (b, c)'s carried state (positions [-state_length, 0) before the row,
+ * for gpu_lean_edge), or NULL without states. */
+template <int XT>
+static __device__ __forceinline__ const typename gpu_elem<XT>::raw *gpu_lean_state_end(const gpu_conv_args &a,
+                                                                                       int64_t b, int64_t c) {
+    const int64_t SL = a.state_length;
+    return a.state_in ? (const typename gpu_elem<XT>::raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
+}
+
 /* The task's tiles [t_begin, t_end) of one whole-warp row (GPU_LEAN_PIPELINED): each
  * tile's x vectors staged by 16-byte asynchronous copies (the row ends element by
  * element) into one of two buffers, tile t + 1's copies issued before tile t computes,
@@ -217,17 +234,15 @@ static __device__ __forceinline__ void gpu_lean_pipelined(const gpu_conv_args &a
     const int V = gpu_vec_width<XT>::value, T = GPU_WARP, tid = threadIdx.x;
     const int64_t L = a.length, L_out = a.output_length, tile_outputs = (int64_t)T * GPU_LEAN_VPT * V;
     uint4 *const other = xs + gpu_lean_staged(T, V, K, S, D);
-    const int64_t SL = a.state_length; /* 0 without states */
-    const raw *before = a.state_in ? (const raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
+    const raw *before = gpu_lean_state_end<XT>(a, b, c);
     /* x vectors [0, needed) of tile t into buf */
     auto stage = [&](int64_t t, uint4 *buf) {
         const int64_t o0 = o_first + t * tile_outputs, x0 = o0 * S - a.pad_left - m;
-        const int needed =
-            have && o0 < L_out ? (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S + (K - 1) * D + m) / V) + 1 : 0;
+        const int needed = gpu_lean_needed<XT, K, S, D>(have && o0 < L_out, o0, L_out, tile_outputs, m);
         for (int q = tid; q < needed; q += T) {
             const int64_t p = x0 + (int64_t)q * V;
             if (gpu_lean_inside<XT>(p, L)) gpu_copy16_async(buf + q, xrow + p);
-            else buf[q] = gpu_lean_edge<XT>(xrow, L, a.padding_mode, p, before, SL);
+            else buf[q] = gpu_lean_edge<XT>(xrow, L, a.padding_mode, p, before, a.state_length);
         }
     };
     if (t_begin < t_end) stage(t_begin, xs);
@@ -286,55 +301,52 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
         const int64_t t_begin = k * chunk, t_end = gpu_min64(t_begin + chunk, a.tiles_per_row);
         if constexpr (GPU_LEAN_PIPELINED(S, ROWS)) {
             gpu_lean_pipelined<XT, K, S, D, SILU>(a, xs, have, b, c, xrow, yrow, w, bias, o_first, m, t_begin, t_end);
-            continue;
-        }
-        for (int64_t t = t_begin; t < t_end; t++) { /* ROWS: once (chunk and tiles_per_row are 1) */
-            const int64_t o0 = o_first + t * tile_outputs;
-            const bool active = have && o0 < L_out; /* the last tile of a row may be empty */
-            const int64_t x0 = o0 * S - a.pad_left - m; /* row position of x vector 0 */
-            /* x vectors the tile's existing outputs read */
-            const int needed = active ? (int)(((gpu_min64(L_out - o0, tile_outputs) - 1) * S +
-                                               (K - 1) * D + m) / V) + 1
-                                      : 0;
-            /* S vectors per output vector, all in flight at once, then the halo (a few
-             * vectors: fewer than T); registers hold them only until they are stored.
-             * Bit i of edges: vector i crosses a row end (bit S * VPT: the halo's). */
-            const int OWN = S * GPU_LEAN_VPT; /* own[OWN]: the halo's */
-            uint4 own[OWN + 1];
-            const int halo = S * vectors + tid;
+        } else {
+            for (int64_t t = t_begin; t < t_end; t++) { /* ROWS: once (chunk and tiles_per_row are 1) */
+                const int64_t o0 = o_first + t * tile_outputs;
+                const bool active = have && o0 < L_out; /* the last tile of a row may be empty */
+                const int64_t x0 = o0 * S - a.pad_left - m; /* row position of x vector 0 */
+                const int needed = gpu_lean_needed<XT, K, S, D>(active, o0, L_out, tile_outputs, m);
+                /* S vectors per output vector, all in flight at once, then the halo (a few
+                 * vectors: fewer than T); registers hold them only until they are stored.
+                 * Bit i of edges: vector i crosses a row end (bit S * VPT: the halo's). */
+                const int OWN = S * GPU_LEAN_VPT; /* own[OWN]: the halo's */
+                uint4 own[OWN + 1];
+                const int halo = S * vectors + tid;
 #define GPU_LEAN_SLOT(i) ((i) < OWN ? tid + (i) * T : halo) /* x vector of own[i] */
-            unsigned edges = 0;
-#pragma unroll
-            for (int i = 0; i <= OWN; i++) {
-                const int q = GPU_LEAN_SLOT(i);
-                const int64_t p = x0 + (int64_t)q * V;
-                if (q < needed) {
-                    if (gpu_lean_inside<XT>(p, L)) own[i] = gpu_load16(xrow + p);
-                    else edges |= 1u << i;
-                }
-            }
-            gpu_sync_warp(); /* the warp's previous tiles are read */
-#pragma unroll
-            for (int i = 0; i <= OWN; i++) {
-                const int q = GPU_LEAN_SLOT(i);
-                if (q < needed && !(edges >> i & 1)) xs[q] = own[i];
-            }
-            if (edges) { /* after the stores, so that own[] is dead: the rare path's registers */
-                const int64_t SL = a.state_length; /* 0 without states (S is the stride) */
-                const raw *before = a.state_in ? (const raw *)a.state_in + (b * a.channels + c) * SL + SL : NULL;
+                unsigned edges = 0;
 #pragma unroll
                 for (int i = 0; i <= OWN; i++) {
                     const int q = GPU_LEAN_SLOT(i);
-                    if (edges >> i & 1)
-                        xs[q] = gpu_lean_edge<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V, before, SL);
+                    const int64_t p = x0 + (int64_t)q * V;
+                    if (q < needed) {
+                        if (gpu_lean_inside<XT>(p, L)) own[i] = gpu_load16(xrow + p);
+                        else edges |= 1u << i;
+                    }
                 }
-            }
+                gpu_sync_warp(); /* the warp's previous tiles are read */
+#pragma unroll
+                for (int i = 0; i <= OWN; i++) {
+                    const int q = GPU_LEAN_SLOT(i);
+                    if (q < needed && !(edges >> i & 1)) xs[q] = own[i];
+                }
+                if (edges) { /* after the stores, so that own[] is dead: the rare path's registers */
+                    const raw *before = gpu_lean_state_end<XT>(a, b, c);
+#pragma unroll
+                    for (int i = 0; i <= OWN; i++) {
+                        const int q = GPU_LEAN_SLOT(i);
+                        if (edges >> i & 1)
+                            xs[q] = gpu_lean_edge<XT>(xrow, L, a.padding_mode, x0 + (int64_t)q * V, before,
+                                                      a.state_length);
+                    }
+                }
 #undef GPU_LEAN_SLOT
-            gpu_sync_warp();
-            /* the row's first tile is the only one that reads its state (a tile is
-             * longer than S): its loads are done */
-            if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
-            if (active) gpu_lean_tile<XT, K, S, D, SILU>(a, xs, m, tid, T, w, bias, yrow, o0);
+                gpu_sync_warp();
+                /* the row's first tile is the only one that reads its state (a tile is
+                 * longer than S): its loads are done */
+                if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
+                if (active) gpu_lean_tile<XT, K, S, D, SILU>(a, xs, m, tid, T, w, bias, yrow, o0);
+            }
         }
     }
 }

@@ -168,27 +168,21 @@ static inline int64_t gpu_bwd_tile_chunks(const gpu_bwd_args *a) {
     return 0;
 }
 
-/* Whether the warp kernel applies: x, dy and dx channel-first with adjacent
- * positions, K <= GPU_BWD_WARP_MAX_K at stride and dilation 1, or a stepped K of the
- * forward lean's that the kernel takes (GPU_BWD_WARP_STEPPED), rows of at least
- * GPU_BWD_TILE_MIN_CHUNKS chunks (shorter ones would idle most lanes). */
-static inline int gpu_bwd_warp_shape(const gpu_bwd_args *a) {
-    if (a->stride == 1 && a->dilation == 1) return a->kernel_size <= GPU_BWD_WARP_MAX_K;
-#define GPU_BWD_WARP_IS(K_, S_, D_) \
-    || (GPU_BWD_WARP_STEPPED(K_, S_, D_) && a->kernel_size == K_ && a->stride == S_ && a->dilation == D_)
-    return 0 GPU_LEAN_STEPPED(GPU_BWD_WARP_IS);
-#undef GPU_BWD_WARP_IS
-}
-static inline int gpu_bwd_warp_fits(const gpu_bwd_args *a) {
-    return a->x_stride[DWCONV_DIM_POSITION] <= 1 && a->dy_stride[DWCONV_DIM_POSITION] <= 1 &&
-           (!a->dx || a->dx_stride[DWCONV_DIM_POSITION] <= 1) && gpu_bwd_warp_shape(a) &&
-           dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS;
-}
-
-/* The warp instance for a, and its shared memory (x's region grows with the stride). */
+/* The warp instance for a (NULL where it has none: K above GPU_BWD_WARP_MAX_K at
+ * stride and dilation 1, or a stride or dilation not among its stepped K). */
 static inline gpu_bwd_kernel_fn gpu_bwd_warp_instance(const gpu_bwd_args *a) {
     return gpu_bwd_typed<gpu_bwd_warp_kernels>(a);
 }
+/* Whether the warp kernel applies: x, dy and dx channel-first with adjacent
+ * positions, an instance for the shape, rows of at least GPU_BWD_TILE_MIN_CHUNKS
+ * chunks (shorter ones would idle most lanes). */
+static inline int gpu_bwd_warp_fits(const gpu_bwd_args *a) {
+    return a->x_stride[DWCONV_DIM_POSITION] <= 1 && a->dy_stride[DWCONV_DIM_POSITION] <= 1 &&
+           (!a->dx || a->dx_stride[DWCONV_DIM_POSITION] <= 1) &&
+           dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS && gpu_bwd_warp_instance(a) != NULL;
+}
+
+/* The warp instance's shared memory (x's region grows with the stride). */
 template <int S> static inline size_t gpu_bwd_warp_smem_bytes_of(const gpu_bwd_args *a) {
     return a->dtype == DWCONV_F32 ? gpu_bwd_warp_smem<DWCONV_F32, S>::bytes() : gpu_bwd_warp_smem<DWCONV_BF16, S>::bytes();
 }

@@ -206,13 +206,33 @@ static int row_segments(const grad_job *j, const grad_scratch *sc, const void *x
     return n;
 }
 
-/* dx[i] for an interior input, scalar: o ascending is tap k descending. */
-static float gathered_input(const grad_job *j, const float *g, const float *w, int64_t i) {
+/* dx[i] for an interior input, scalar: o ascending is tap k descending (stride and
+ * dilation 1: g[i + pad - k] against the reversed weights rw, both ascending). */
+static float gathered_input(const grad_job *j, const float *g, const float *w, const float *rw, int64_t i) {
+    if (j->s == 1 && j->d == 1) return j->kernels->fma_dot(g + i + j->pad - (j->K - 1), rw, j->K, 0.0f);
     float acc = 0.0f;
     for (int64_t k = j->K - 1; k >= 0; k--) {
         int64_t t = i + j->pad - k * j->d; /* o * s: >= 0 and < L_out * s in the interior */
         if (j->s == 1) acc = DWCONV_FMAF(g[t], w[k], acc); /* (no division per tap) */
         else if (t % j->s == 0) acc = DWCONV_FMAF(g[t / j->s], w[k], acc);
+    }
+    return acc;
+}
+
+/* dx[i] for an input at a row end under zeros padding (no state): the same chain over
+ * the outputs that exist only (o ascending, tap k descending). */
+static float edge_input(const grad_job *j, const float *g, const float *w, const float *rw, int64_t i) {
+    if (j->s == 1 && j->d == 1) { /* rw[m] = w[K-1-m] reads output i + pad - (K-1) + m */
+        const int64_t first = i + j->pad - (j->K - 1);
+        const int64_t lo = max64(0, -first), hi = min64(j->K, j->L_out - first);
+        return hi > lo ? j->kernels->fma_dot(g + first + lo, rw + lo, hi - lo, 0.0f) : 0.0f;
+    }
+    float acc = 0.0f;
+    for (int64_t k = j->K - 1; k >= 0; k--) {
+        const int64_t t = i + j->pad - k * j->d; /* o * s */
+        if (t < 0 || t % j->s != 0) continue;
+        if (t / j->s >= j->L_out) break; /* (o only grows as k falls) */
+        acc = DWCONV_FMAF(g[t / j->s], w[k], acc);
     }
     return acc;
 }
@@ -303,15 +323,24 @@ static int weight_piece(const grad_job *j, const grad_scratch *sc, weight_pieces
 static void input_gradient(const grad_job *j, const grad_scratch *sc, const float *g,
                            const float *w, float *acc, row_prefetch *f, weight_pieces *wp) {
     const int64_t S = j->S, K = j->K;
-    for (int64_t i = 0; i < S + j->A; i++) acc[i] = 0.0f;
-    for (int64_t i = S + j->Bi; i < S + j->L; i++) acc[i] = 0.0f;
-    /* the scattered inputs, from the outputs that reach them, in (o, k) order */
-    for (int64_t o = 0; o < j->L_out; o++) {
-        if (o == j->left_end) o = j->right_begin;
-        if (o >= j->L_out) break;
-        for (int64_t k = 0; k < K; k++) {
-            int64_t slot = gradient_slot(j, o * j->s + k * j->d - j->pad);
-            if (special_slot(j, slot)) acc[slot] = DWCONV_FMAF(g[o], w[k], acc[slot]);
+    float *rw = sc->rweight;
+    for (int64_t m = 0; m < K; m++) rw[m] = w[K - 1 - m];
+    if (S == 0 && j->p->desc.padding_mode == DWCONV_PAD_ZEROS) {
+        /* the row ends: each input from the outputs that exist (a padded position is
+         * read by one output's one tap at most, and no input has another source) */
+        for (int64_t i = 0; i < j->A; i++) acc[i] = edge_input(j, g, w, rw, i);
+        for (int64_t i = j->Bi; i < j->L; i++) acc[i] = edge_input(j, g, w, rw, i);
+    } else {
+        for (int64_t i = 0; i < S + j->A; i++) acc[i] = 0.0f;
+        for (int64_t i = S + j->Bi; i < S + j->L; i++) acc[i] = 0.0f;
+        /* the scattered inputs, from the outputs that reach them, in (o, k) order */
+        for (int64_t o = 0; o < j->L_out; o++) {
+            if (o == j->left_end) o = j->right_begin;
+            if (o >= j->L_out) break;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t slot = gradient_slot(j, o * j->s + k * j->d - j->pad);
+                if (special_slot(j, slot)) acc[slot] = DWCONV_FMAF(g[o], w[k], acc[slot]);
+            }
         }
     }
     /* the interior: conv over g, taps and weights reversed (stride 1) */
@@ -320,24 +349,37 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
     if (j->s == 1 && j->Bi - j->A >= lanes) {
         int stream = 0;
         if (j->dx_nt && acc != sc->acc) { /* dx's row: from a 64-byte boundary on, streamed */
-            for (; i < j->Bi && (uintptr_t)(acc + S + i) % 64; i++) acc[S + i] = gathered_input(j, g, w, i);
+            for (; i < j->Bi && (uintptr_t)(acc + S + i) % 64; i++) acc[S + i] = gathered_input(j, g, w, rw, i);
             stream = (uintptr_t)(acc + S + i) % 64 == 0;
         }
         const int64_t n = (j->Bi - i) / lanes * lanes;
-        for (int64_t m = 0; m < K; m++) sc->rweight[m] = w[K - 1 - m];
         dwconv_cpu_taps taps = {.tap = sc->rtap, .dtype = DWCONV_F32, .stride = 1,
-                                .weight = sc->rweight, .kernel_size = K, .bias = 0.0f,
+                                .weight = rw, .kernel_size = K, .bias = 0.0f,
                                 .activation = DWCONV_ACT_NONE, .stream = stream};
+        /* adjacent taps (dilation 1), long kernels: conv_window, which reads up to
+         * `overread` floats past g[i + pad + outputs - 1]; within the scratch's slack,
+         * but dy read where it lies ends with its row: there only the outputs whose
+         * over-read stays in the row */
+        int64_t n_window = 0;
+        if (j->d == 1 && K >= DWCONV_CPU_WINDOW_MIN_TAPS) {
+            n_window = n;
+            if (g != sc->g && g != sc->dy)
+                n_window = min64(n, max64(0, j->L_out - j->kernels->overread - j->pad - i) / lanes * lanes);
+        }
         for (int64_t at = 0; at < n; at += PIECE) { /* (each output on its own) */
+            const int64_t count = min64(PIECE, n - at);
+            const int64_t windowed = min64(count, max64(0, n_window - at)); /* a multiple of lanes */
             for (int64_t m = 0; m < K; m++)
                 sc->rtap[m] = g + (i + at + j->pad - (K - 1 - m) * j->d);
-            j->kernels->conv(&taps, min64(PIECE, n - at), acc + S + i + at);
+            if (windowed) j->kernels->conv_window(&taps, windowed, acc + S + i + at);
+            for (int64_t m = 0; windowed < count && m < K; m++) sc->rtap[m] = (const float *)sc->rtap[m] + windowed;
+            if (windowed < count) j->kernels->conv(&taps, count - windowed, acc + S + i + at + windowed);
             prefetch_slice(f);
             if (wp && weight_piece(j, sc, wp)) prefetch_slice(f);
         }
         i += n;
     }
-    for (; i < j->Bi; i++) acc[S + i] = gathered_input(j, g, w, i);
+    for (; i < j->Bi; i++) acc[S + i] = gathered_input(j, g, w, rw, i);
 }
 
 /* The row's chunk partials, then its tree: rows[c][b][k]. The K + 1 trees go side by
@@ -377,7 +419,10 @@ static const float *output_gradient(const grad_job *j, const grad_scratch *sc, i
                 dwconv_cpu_taps taps = {.tap = sc->tap, .dtype = DWCONV_F32, .stride = (int)j->s,
                                         .weight = w, .kernel_size = j->K, .bias = bias,
                                         .activation = DWCONV_ACT_NONE};
-                j->kernels->conv(&taps, dwconv_round_up(n, j->kernels->lanes), z + o0);
+                /* adjacent taps, long kernels: conv_window (its over-read stays in the
+                 * staged slack, or in the 64 floats a direct segment keeps in x) */
+                const int window = j->s == 1 && j->d == 1 && j->K >= DWCONV_CPU_WINDOW_MIN_TAPS;
+                (window ? j->kernels->conv_window : j->kernels->conv)(&taps, dwconv_round_up(n, j->kernels->lanes), z + o0);
             } else {
                 for (int64_t o = 0; o < n; o++) {
                     float acc = bias;

@@ -21,7 +21,6 @@ enum {
     MIN_TILE = 1024,       /* staged outputs per tile: the buffers stay in L1/L2 */
     MIN_SEGMENT = 2048,    /* outputs per work item when rows are split */
     ITEMS_PER_THREAD = 8,  /* enough items to even out the threads' shares */
-    WINDOW_MIN_TAPS = 8,   /* from here on conv_window beats conv */
     MAX_PHASES = 1024,     /* staging buffers per thread, at most (dwconv_cpu_ncl_fits) */
 };
 
@@ -79,7 +78,7 @@ static void plan_job(ncl_job *j, int nt) {
     /* Shared windows pay off once the FMAs, not memory, are the limit; below that the
      * plain kernel streams better (measured on Zen 5: 0.98 against 0.82 of a copy for
      * K = 3, 0.83 against 0.92 for K = 8). */
-    j->window = j->d == j->s && j->K >= WINDOW_MIN_TAPS;
+    j->window = j->d == j->s && j->K >= DWCONV_CPU_WINDOW_MIN_TAPS;
     j->overread = j->window ? j->kernels->overread : 0;
     j->stream = dwconv_cpu_streams(j->plan->operand[DWCONV_ROLE_Y].bytes);
 

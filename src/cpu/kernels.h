@@ -76,7 +76,8 @@ typedef struct dwconv_cpu_kernels {
      * element more), writes out[0, n). */
     void (*conv)(const dwconv_cpu_taps *taps, int64_t n, void *out);
     /* The same for F32, stride 1, tap[k] == tap[0] + k: shares each shifted window
-     * between outputs, which long kernels need to reach the FMA units' limit. */
+     * between outputs, which long kernels need to reach the FMA units' limit (from
+     * DWCONV_CPU_WINDOW_MIN_TAPS taps on it beats conv). */
     void (*conv_window)(const dwconv_cpu_taps *taps, int64_t n, void *out);
 
     /* dst[j] = src[j*stride] widened to f32, j < n (any n, any alignment). */
@@ -103,6 +104,9 @@ typedef struct dwconv_cpu_kernels {
      * (never reads) further on. */
     void (*grad_partials)(const float *g, const float *const *tap, int64_t step, int64_t K,
                           int64_t n, int sums, float *part);
+    /* acc, then the fmaf chain over j < n, in order, of a[j] * b[j]: the input
+     * gradient's single chains (row ends, leftovers) with the flavour's fma. */
+    float (*fma_dot)(const float *a, const float *b, int64_t n, float acc);
 
     /* ---- the decode update (kernels_decode.h) ---- */
     /* Channels [c0, c1) of one sequence; scratch holds (P + T) * 64 floats. */
@@ -114,6 +118,9 @@ typedef struct dwconv_cpu_kernels {
      * compare each flavour with the scalar functions directly. */
     void (*activate)(int act, const float *in, int64_t n, float *out);
 } dwconv_cpu_kernels;
+
+/* Taps from which conv_window beats conv. */
+#define DWCONV_CPU_WINDOW_MIN_TAPS 8
 
 /* activate's extra code: the bits of e^x as dwconv_exp_bits computes them */
 #define DWCONV_CPU_EXP (-1)

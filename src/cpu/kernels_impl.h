@@ -378,5 +378,6 @@ const dwconv_cpu_kernels KERNELS_TABLE = {
     .activate = k_activate,
     .act_grad = k_act_grad,
     .grad_partials = k_grad_partials,
+    .fma_dot = k_fma_dot,
     .decode = k_decode,
 };

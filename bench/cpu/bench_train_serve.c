@@ -29,6 +29,7 @@ static const serve_case cases[] = {
     {"backward 8x64x8192 K3 pad 1, dx + dweight", BACKWARD, 8, 64, 8192, 3, DWCONV_ACT_NONE, 0, 0.8},
     {"backward 8x64x8192 K3 pad 1 silu, dx + dweight + dbias", BACKWARD, 8, 64, 8192, 3, DWCONV_ACT_SILU, 1, 0},
     {"backward 32x512x8192 K3 pad 1, dx + dweight", BACKWARD, 32, 512, 8192, 3, DWCONV_ACT_NONE, 0, 0},
+    {"backward 4x512x8192 K31 pad 15, dx + dweight", BACKWARD, 4, 512, 8192, 31, DWCONV_ACT_NONE, 0, 0},
     {"decode B64 C5120 K4, 1 token", DECODE, 64, 5120, 1, 4, DWCONV_ACT_NONE, 0, 0.8},
     {"decode B64 C5120 K4 silu, bias, 1 token", DECODE, 64, 5120, 1, 4, DWCONV_ACT_SILU, 1, 0},
     {"prefill with states 8x512x4096 K4 silu, bias", PREFILL, 8, 512, 4096, 4, DWCONV_ACT_SILU, 1, 0},
@@ -113,7 +114,7 @@ static int prepare(serve_data *s, dwconv_context *ctx, const serve_case *c) {
     s->ctx = ctx, s->c = c;
     dwconv_desc_init(&s->desc, c->batch, c->channels, c->length, c->kernel_size);
     s->desc.activation = c->activation;
-    if (c->op == BACKWARD) s->desc.pad_left = s->desc.pad_right = 1;
+    if (c->op == BACKWARD) s->desc.pad_left = s->desc.pad_right = (c->kernel_size - 1) / 2; /* "same" */
     else s->desc.padding = DWCONV_PADDING_CAUSAL;
     const int64_t B = c->batch, C = c->channels, L = c->length, K = c->kernel_size;
     s->x_bytes = sizeof(float) * (size_t)(B * C * L);

@@ -8,8 +8,9 @@
  * writes beside dx, dweight or dbias (poisoned guards, and the gaps of dx's extent),
  * touches memory past its buffers (inaccessible pages), or when the plan's kernels are
  * not the ones the case is built for: the warp kernel exactly where its predicate
- * (gpu_bwd_warp_fits) says, the channel-first tile kernel exactly where its own
- * (gpu_bwd_tile_chunks) says and the warp kernel does not, the channel-last nlc kernel exactly where its
+ * (gpu_bwd_warp_fits) says, the wide kernel exactly where its own (gpu_bwd_wide_fits)
+ * says and the warp kernel does not, the channel-first tile kernel exactly where its own
+ * (gpu_bwd_tile_chunks) says and neither of those does, the channel-last nlc kernel exactly where its
  * own (gpu_bwd_nlc_fits) says and the tile kernel does not, the chunk kernel elsewhere; the gather kernel
  * only the row ends under a non-zeros padding mode (every input only when the chunk
  * kernel's ring cannot fit).
@@ -32,7 +33,8 @@ namespace {
 
 /* What ran, over the whole run. */
 struct {
-    int cases, chunk_dx, gather_edges, gather_all, sums, warp, warp_gather, tile, tile_gather, nlc, nlc_gather, states;
+    int cases, chunk_dx, gather_edges, gather_all, sums, warp, warp_gather, wide, wide_gather, tile, tile_gather,
+        nlc, nlc_gather, states;
 } seen;
 
 /* Runs c's plan in the emulator with inputs offset by `shift` elements and outputs by
@@ -76,38 +78,43 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
         /* the plan is the one the case is built for */
         const int64_t L = c->desc.length;
         const int64_t edge = gpu_bwd_edge(&a);
-        int gather = 0, chunk = 0, tile = 0, nlc = 0, warp = 0;
+        int gather = 0, chunk = 0, tile = 0, nlc = 0, warp = 0, wide = 0;
         for (int s = 0; s < plan.steps; s++) {
             gather += plan.step[s].kernel == gpu_bwd_typed<gpu_bwd_gather_kernels>(&a);
             chunk += plan.step[s].kernel == gpu_bwd_typed<gpu_bwd_chunk_kernels>(&a);
             tile += plan.step[s].kernel == gpu_bwd_typed<gpu_bwd_tile_kernels>(&a);
             nlc += plan.step[s].kernel == gpu_bwd_nlc_instance(&a);
             warp += plan.step[s].kernel == gpu_bwd_warp_instance(&a);
+            wide += plan.step[s].kernel == gpu_bwd_typed<gpu_bwd_wide_kernels>(&a);
         }
-        /* the warp kernel's dx: all but the row ends of the padding mode and the inputs
+        /* the warp and wide kernels' dx: all but the row ends of the padding mode and the inputs
          * an output outside the row reads */
         const int64_t warp_lo = std::max<int64_t>(edge, a.span - a.pad_left);
         const int64_t warp_hi = std::max<int64_t>(edge, L - a.output_length * a.stride + a.pad_left);
         const char *wrong = NULL;
         if ((warp != 0) != gpu_bwd_warp_fits(&a) || (warp && (chunk || nlc || tile)))
             wrong = "the warp kernel must run exactly where it applies, and alone";
-        else if (!warp && ((tile != 0) != (gpu_bwd_tile_chunks(&a) != 0) || (tile && (chunk || nlc))))
+        else if ((wide != 0) != (!warp && gpu_bwd_wide_fits(&a)) || (wide && (chunk || nlc || tile)))
+            wrong = "the wide kernel must run exactly where it applies and the warp kernel does not, and alone";
+        else if (!warp && !wide && ((tile != 0) != (gpu_bwd_tile_chunks(&a) != 0) || (tile && (chunk || nlc))))
             wrong = "the tile kernel must run exactly where it applies and the warp kernel does not, and alone";
-        else if (!warp && !tile && (nlc != 0) != gpu_bwd_nlc_fits(&a))
+        else if (!warp && !wide && !tile && (nlc != 0) != gpu_bwd_nlc_fits(&a))
             wrong = "the nlc kernel must run exactly where it applies and the tile kernel does not";
         else if (nlc && chunk)
             wrong = "the nlc kernel runs alone";
+        else if (wide && a.padding_mode == DWCONV_PAD_ZEROS && !a.dstate_out && (a.edge_lo || a.edge_hi))
+            wrong = "the wide kernel must take the row ends under zeros padding";
         else if ((a.dstate_in || (a.dstate_out && a.dx)) && !gather)
             wrong = "the gather kernel must take the state gradients";
         else if (a.dstate_in || a.dstate_out)
             ;
-        else if (warp && a.dx &&
+        else if ((warp || wide) && a.dx &&
                  (a.edge_lo > std::max<int64_t>(warp_lo, 0) || a.edge_hi > std::max<int64_t>(warp_hi, 0) ||
                   (a.edge_lo + a.edge_hi > 0) != (gather != 0)))
-            wrong = "the gather kernel must take exactly the warp kernel's row ends";
+            wrong = "the gather kernel must take exactly the warp or wide kernel's row ends";
         else if ((tile || nlc) && a.dx && (a.edge_lo + a.edge_hi > 2 * edge || (edge == 0) != (gather == 0)))
             wrong = "the gather kernel must take exactly the row ends of a padding mode";
-        else if (warp || tile || nlc)
+        else if (warp || wide || tile || nlc)
             ;
         else if (a.dx && a.ring && (a.edge_lo + a.edge_hi > 2 * edge || (edge == 0) != (gather == 0)))
             wrong = "the gather kernel must take exactly the row ends of a padding mode";
@@ -142,6 +149,8 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
                 seen.cases++;
                 seen.warp += warp != 0;
                 seen.warp_gather += warp && gather;
+                seen.wide += wide != 0;
+                seen.wide_gather += wide && gather;
                 seen.tile += tile != 0;
                 seen.tile_gather += tile && gather;
                 seen.nlc += nlc != 0;
@@ -253,6 +262,28 @@ int check_staged(test_rng *rng, int *runs) {
     return failures;
 }
 
+/* The wide kernel (channel-first, stride and dilation 1, K above the warp kernel's):
+ * K at both ends of its range and between, pads below, at and above the span, each
+ * padding mode, activation and dtype, rows of one partial tile, of several with a
+ * short last chunk, and of a last tile of one chunk. */
+int check_wide(test_rng *rng, int *runs) {
+    static const int64_t lengths[] = {520, 2100, 4160, 4200, 6200};
+    static const int64_t ks[] = {GPU_BWD_WARP_MAX_K + 1, 15, 31, GPU_BWD_WIDE_MAX_K};
+    int failures = 0;
+    for (int i = 0; i < (gpu_test_quick() ? 12 : 48); i++) {
+        const int64_t K = i % 5 == 4 ? test_rng_range(rng, GPU_BWD_WARP_MAX_K + 1, GPU_BWD_WIDE_MAX_K) : ks[i % 5];
+        dwconv_desc d;
+        dwconv_desc_init(&d, 1 + i % 2, 1 + i % 3, lengths[i % 5] + i / 5 % 3, K);
+        d.pad_left = test_rng_range(rng, 0, K + 1), d.pad_right = test_rng_range(rng, 0, K + 1);
+        d.padding_mode = (dwconv_padding_mode)(i / 2 % 4);
+        d.activation = (dwconv_activation)((i + i / 5) % 3);
+        d.dtype = (dwconv_dtype)(i / 3 % 3), d.weight_dtype = i % 4 ? d.dtype : DWCONV_F32;
+        if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
+        failures += check_desc(rng, &d, GPU_CHANNEL_FIRST, i % 5 == 0 ? 0 : 7, i, runs);
+    }
+    return failures;
+}
+
 } // namespace
 
 int main(void) {
@@ -269,6 +300,7 @@ int main(void) {
     }
     failures += check_shapes(&rng, &runs);
     failures += check_staged(&rng, &runs);
+    failures += check_wide(&rng, &runs);
     /* the causal backward, states given or not, every kernel's layout and length */
     for (int i = 0; i < (gpu_test_quick() ? 24 : 96); i++) {
         static const int64_t lengths[] = {1, 3, 70, 700, 2100};
@@ -281,19 +313,20 @@ int main(void) {
         failures += check_desc(&rng, &d, GPU_CASE_ANY_STRIDES, 0, i, &runs, true);
     }
     if (!seen.chunk_dx || !seen.gather_edges || !seen.gather_all || !seen.sums || !seen.warp ||
-        !seen.warp_gather || !seen.tile ||
+        !seen.warp_gather || !seen.wide || !seen.wide_gather || !seen.tile ||
         !seen.tile_gather || !seen.nlc || !seen.nlc_gather || !seen.states) {
         fprintf(stderr, "FAIL a path was never taken: dx by chunks %d, row ends by gather %d, "
-                "every dx by gather %d, sums %d, warp %d (row ends by gather %d), tile %d, tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
+                "every dx by gather %d, sums %d, warp %d (row ends by gather %d), wide %d (row ends by gather %d), "
+                "tile %d, tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
                 "causal with states %d\n", seen.chunk_dx, seen.gather_edges, seen.gather_all,
-                seen.sums, seen.warp, seen.warp_gather, seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
+                seen.sums, seen.warp, seen.warp_gather, seen.wide, seen.wide_gather, seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
         failures++;
     }
     printf("%d of %d emulated backward runs match the reference bit for bit (dx by chunks %d, "
            "row ends by gather %d, every dx by gather %d, sums %d, warp %d (row ends by gather %d), "
-           "tile %d, tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
+           "wide %d (row ends by gather %d), tile %d, tile with row ends by gather %d, nlc %d, nlc with row ends by gather %d, "
            "causal with states %d)\n",
            runs - failures, runs, seen.chunk_dx, seen.gather_edges, seen.gather_all, seen.sums,
-           seen.warp, seen.warp_gather, seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
+           seen.warp, seen.warp_gather, seen.wide, seen.wide_gather, seen.tile, seen.tile_gather, seen.nlc, seen.nlc_gather, seen.states);
     return failures ? 1 : 0;
 }

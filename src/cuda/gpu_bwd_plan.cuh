@@ -8,6 +8,9 @@
  *              per tile of 32 chunks, a lane per
  *              chunk: g, its partial sums, dx of the tile's inputs whose readers all
  *              exist; the tile's tree; else
+ *      wide    (gpu_kernel_bwd_ncl_wide.cuh), the same tiles for K above the warp
+ *              kernel's at stride and dilation 1 (up to GPU_BWD_WIDE_MAX_K), K at run
+ *              time, the sums in register blocks over per-lane shared columns; else
  *      tile    (gpu_kernel_bwd_ncl_tile.cuh), channel-first rows of 8 chunks or more:
  *              per tile of up to 32 chunks of one row: g, the chunk partial sums of
  *              dweight and dbias and their tree over the tile, dx of the tile's inputs
@@ -33,6 +36,7 @@
 #include "gpu_kernel_bwd_gather.cuh"
 #include "gpu_kernel_bwd_ncl_tile.cuh"
 #include "gpu_kernel_bwd_ncl_warp.cuh"
+#include "gpu_kernel_bwd_ncl_wide.cuh"
 #include "gpu_kernel_bwd_nlc.cuh"
 #include "gpu_kernel_bwd_reduce.cuh"
 #include "gpu_launch.cuh"
@@ -129,6 +133,9 @@ struct gpu_bwd_warp_kernels {
         return NULL;
     }
 };
+struct gpu_bwd_wide_kernels {
+    template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *) { return dwconv_bwd_ncl_wide_kernel<XT, WT>; }
+};
 struct gpu_bwd_nlc_kernels {
     template <int XT, int WT> static gpu_bwd_kernel_fn get(const gpu_bwd_args *a) {
         return gpu_bwd_nlc_k<XT, WT, GPU_BWD_NLC_MAX_K>::get(a->kernel_size);
@@ -180,6 +187,16 @@ static inline int gpu_bwd_warp_fits(const gpu_bwd_args *a) {
     return a->x_stride[DWCONV_DIM_POSITION] <= 1 && a->dy_stride[DWCONV_DIM_POSITION] <= 1 &&
            (!a->dx || a->dx_stride[DWCONV_DIM_POSITION] <= 1) &&
            dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS && gpu_bwd_warp_instance(a) != NULL;
+}
+
+/* Whether the wide kernel applies: x, dy and dx channel-first with adjacent positions,
+ * stride and dilation 1, K above the warp kernel's and at most GPU_BWD_WIDE_MAX_K, rows
+ * of at least GPU_BWD_TILE_MIN_CHUNKS chunks. */
+static inline int gpu_bwd_wide_fits(const gpu_bwd_args *a) {
+    return a->x_stride[DWCONV_DIM_POSITION] <= 1 && a->dy_stride[DWCONV_DIM_POSITION] <= 1 &&
+           (!a->dx || a->dx_stride[DWCONV_DIM_POSITION] <= 1) && a->stride == 1 && a->dilation == 1 &&
+           a->kernel_size > GPU_BWD_WARP_MAX_K && a->kernel_size <= GPU_BWD_WIDE_MAX_K &&
+           dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS;
 }
 
 /* The warp instance's shared memory (x's region grows with the stride). */
@@ -242,6 +259,12 @@ static inline void gpu_bwd_plan_make(gpu_bwd_args *a, gpu_bwd_plan *pl) {
         gpu_bwd_warp_edges(a);
         gpu_bwd_step_add(pl, gpu_bwd_warp_instance(a), "backward warp",
                          a->batch * a->channels * a->tiles * GPU_WARP, GPU_WARP, gpu_bwd_warp_smem_bytes(a));
+    } else if (gpu_bwd_wide_fits(a)) { /* channel-first, wider K: register blocks */
+        a->tile_chunks = GPU_WARP, a->tiles = gpu_div_up(chunks, GPU_WARP);
+        if (a->padding_mode != DWCONV_PAD_ZEROS || a->dstate_out) gpu_bwd_warp_edges(a); /* else all its own */
+        gpu_bwd_step_add(pl, gpu_bwd_typed<gpu_bwd_wide_kernels>(a), "backward wide",
+                         a->batch * a->channels * a->tiles * GPU_WARP, GPU_WARP,
+                         (size_t)gpu_bwd_wide_layout_of(K).words * 4);
     } else if (tile_chunks) { /* channel-first rows: the tile kernel */
         a->tile_chunks = tile_chunks, a->tiles = gpu_div_up(chunks, tile_chunks);
         gpu_bwd_step *s = &pl->step[pl->steps++];

@@ -38,6 +38,8 @@
  *                               and the forward lean's stepped K (stride 2, dilated):
  *                               blocks of one warp, a lane per chunk of 64 outputs
  *                               (g, its partial sums, dx), the tile's tree
+ *   gpu_kernel_bwd_ncl_wide.cuh the warp kernel's tiles for K 9 .. 64 at stride and dilation 1:
+ *                               register blocks over per-lane shared columns
  *   gpu_kernel_bwd_ncl_tile.cuh channel-first rows: a block per tile of up to 32 chunks
  *                               of 64 outputs, staged in shared memory: g, the chunk
  *                               partial sums and their tree, dx of the tile's inputs

@@ -1,0 +1,352 @@
+/*
+ * The channel-first backward for wide kernels: K above the warp kernel's
+ * (GPU_BWD_WARP_MAX_K) up to GPU_BWD_WIDE_MAX_K, stride and dilation 1 (conformer's
+ * K31, K15), K known at run time only. Tiles, lanes and phases as in the warp kernel
+ * (gpu_kernel_bwd_ncl_warp.cuh): blocks of one warp, a tile of GPU_WARP chunks of 64
+ * outputs of a row, a lane per chunk. There a chunk's window and its K chains live in
+ * registers; with K in the tens they do not fit, so here every sum runs in register
+ * blocks (a few outputs by a few taps) over f32 copies in shared memory:
+ *
+ *   X column L (L = -1 .. 31): inputs [64 L, 64 L + 64 + span) of the tile (relative to
+ *     x0 = t0 - pad_left), everything lane L's outputs read: each lane reads only its
+ *     own column, the next lane's first span inputs repeated at its end. Column -1
+ *     serves the span outputs before the tile (readers of its first inputs);
+ *   G column L (L = 0 .. 31): g of outputs [64 L - span, 64 L + 64): what lane L's
+ *     inputs' dx reads, the previous lane's last span values repeated at its start
+ *     (column 0: the outputs before the tile);
+ *
+ * columns an odd number of words apart, so that lanes reading the same slot of their
+ * columns hit distinct banks, and a lane's reads are its column's base plus constants.
+ * Per tile:
+ *   1. stage the weights (and reversed), x into the X columns and dy into the G
+ *      columns, widened (f32: 4-byte asynchronous copies inside the row), positions
+ *      outside the row by the padding mode (or the causal state);
+ *   2. with an activation, g over dy in place: z of each output by register blocks
+ *      of GPU_BWD_WIDE_RUN outputs by GPU_BWD_WIDE_TAPS taps (each z an fmaf chain in
+ *      k order), the outputs before the tile a lane each; then each lane's column
+ *      start from the previous column;
+ *   3. dweight and dbias: the chunk's chains GPU_BWD_WIDE_CHAINS taps at a time
+ *      (each an fmaf chain in output order), the tile's tree of each tap through a
+ *      small shared array;
+ *   4. dx of the lane's inputs: input i sums g[i - k] w[k], k falling, which is the
+ *      same register-blocked sum as z over the G column with the weights reversed;
+ *      into the lane's X column (x is dead there);
+ *   5. dx out, coalesced, for the inputs all of whose readers exist (the gather kernel
+ *      takes the rest: gpu_bwd_warp_edges).
+ *
+ * Grid: x = tiles of all rows, strided.
+ */
+#ifndef DWCONV_GPU_KERNEL_BWD_NCL_WIDE_CUH
+#define DWCONV_GPU_KERNEL_BWD_NCL_WIDE_CUH
+
+#include "gpu_bwd_common.cuh"
+#include "gpu_kernel_bwd_ncl_warp.cuh"
+
+#define GPU_BWD_WIDE_MAX_K 64   /* K at most: a column holds 64 + K - 1 slots */
+#define GPU_BWD_WIDE_RUN 16     /* outputs (inputs) of a register block of z (dx) */
+#define GPU_BWD_WIDE_TAPS 8     /* taps of a register block of z and dx */
+#define GPU_BWD_WIDE_CHAINS 16  /* dweight chains of a register block */
+#define GPU_BWD_WIDE_CHAIN_RUN 8 /* outputs a chain block reads at once */
+#define GPU_BWD_WIDE_MIN_BLOCKS 8 /* resident an SM (shared memory: 27 KB at K 31) */
+
+/* The shared memory in words: the X and G columns, the weights and the reversed
+ * weights (K padded with zeros to whole tap blocks, 16-byte aligned), and the chain
+ * partials of one register block (a row of GPU_WARP + 1 per chain, the bias's last). */
+typedef struct gpu_bwd_wide_layout {
+    int column;            /* words from one column to the next: odd */
+    int g_at, w_at, wr_at, p_at, words;
+} gpu_bwd_wide_layout;
+
+GPU_HD gpu_bwd_wide_layout gpu_bwd_wide_layout_of(int64_t K) {
+    gpu_bwd_wide_layout l;
+    const int k = (int)(K < GPU_BWD_WIDE_MAX_K ? K : GPU_BWD_WIDE_MAX_K);
+    const int taps = (k + GPU_BWD_WIDE_TAPS - 1) / GPU_BWD_WIDE_TAPS * GPU_BWD_WIDE_TAPS;
+    l.column = (DWCONV_GRAD_CHUNK + k - 1) | 1;
+    l.g_at = (GPU_WARP + 1) * l.column;
+    l.w_at = (l.g_at + GPU_WARP * l.column + 3) / 4 * 4;
+    l.wr_at = l.w_at + taps;
+    l.p_at = l.wr_at + taps;
+    l.words = l.p_at + (GPU_BWD_WIDE_CHAINS + 1) * (GPU_WARP + 1);
+    return l;
+}
+
+/* acc[j] (j < R) = its value then the fmaf chain over taps t = 0 .. K - 1 of
+ * src[j + t] * w[t]: R consecutive outputs' sums, GPU_BWD_WIDE_TAPS taps a window of
+ * R + GPU_BWD_WIDE_TAPS - 1 slots in registers. w: 16-byte aligned, zero-padded to
+ * whole tap blocks (the padding is read, never used). */
+template <int R>
+static __device__ __forceinline__ void gpu_bwd_wide_sums(const float *src, const float *w, int K, float *acc) {
+    const int TB = GPU_BWD_WIDE_TAPS;
+    for (int t0 = 0; t0 < K; t0 += TB) {
+        float wv[TB], xw[R + TB - 1];
+#pragma unroll
+        for (int r = 0; r < TB / 4; r++) {
+            const float4 f = *(const float4 *)(w + t0 + 4 * r);
+            wv[4 * r] = f.x, wv[4 * r + 1] = f.y, wv[4 * r + 2] = f.z, wv[4 * r + 3] = f.w;
+        }
+        if (t0 + TB <= K) {
+#pragma unroll
+            for (int r = 0; r < R + TB - 1; r++) xw[r] = src[t0 + r];
+#pragma unroll
+            for (int kk = 0; kk < TB; kk++)
+#pragma unroll
+                for (int j = 0; j < R; j++) acc[j] = DWCONV_FMAF(xw[j + kk], wv[kk], acc[j]);
+        } else { /* the last, partial block: only slots below R - 1 + K - t0 are read */
+#pragma unroll
+            for (int r = 0; r < R + TB - 1; r++)
+                if (r < R - 1 + K - t0) xw[r] = src[t0 + r];
+#pragma unroll
+            for (int kk = 0; kk < TB; kk++)
+                if (t0 + kk < K) {
+#pragma unroll
+                    for (int j = 0; j < R; j++) acc[j] = DWCONV_FMAF(xw[j + kk], wv[kk], acc[j]);
+                }
+        }
+    }
+}
+
+/* The same for n < R outputs (a chunk's last few), one at a time. */
+static __device__ __forceinline__ float gpu_bwd_wide_sum(const float *src, const float *w, int K, float acc) {
+    for (int t = 0; t < K; t++) acc = DWCONV_FMAF(src[t], w[t], acc);
+    return acc;
+}
+
+/* p[c] (c < C, k0 + c < K) = its value then the fmaf chain over outputs j < n, in
+ * order, of g[j] * x[j + k0 + c]: C taps' chains over one chunk, GPU_BWD_WIDE_CHAIN_RUN
+ * outputs at a time. */
+template <int C>
+static __device__ __forceinline__ void gpu_bwd_wide_chains(const float *g, const float *x, int n, int k0, int K,
+                                                           float *p) {
+    const int R = GPU_BWD_WIDE_CHAIN_RUN;
+    const int taps = K - k0 < C ? K - k0 : C;
+    int j0 = 0;
+    for (; j0 + R <= n; j0 += R) {
+        float gv[R], xw[R + C - 1];
+#pragma unroll
+        for (int r = 0; r < R; r++) gv[r] = g[j0 + r];
+        if (taps == C) {
+#pragma unroll
+            for (int r = 0; r < R + C - 1; r++) xw[r] = x[j0 + k0 + r];
+#pragma unroll
+            for (int j = 0; j < R; j++)
+#pragma unroll
+                for (int c = 0; c < C; c++) p[c] = DWCONV_FMAF(gv[j], xw[j + c], p[c]);
+        } else {
+#pragma unroll
+            for (int r = 0; r < R + C - 1; r++)
+                if (r < R - 1 + taps) xw[r] = x[j0 + k0 + r];
+#pragma unroll
+            for (int j = 0; j < R; j++)
+#pragma unroll
+                for (int c = 0; c < C; c++)
+                    if (c < taps) p[c] = DWCONV_FMAF(gv[j], xw[j + c], p[c]);
+        }
+    }
+    for (; j0 < n; j0++) {
+        const float gv = g[j0];
+#pragma unroll
+        for (int c = 0; c < C; c++)
+            if (c < taps) p[c] = DWCONV_FMAF(gv, x[j0 + k0 + c], p[c]);
+    }
+}
+
+/* Up to 8 values in flight a lane: f(i, v) for v = value(i), i = first + lane + u *
+ * GPU_WARP below end (16-bit staging: plain loads, widened, batched so that a lane
+ * waits for memory once per batch). */
+template <class V, class F>
+static __device__ __forceinline__ void gpu_bwd_wide_batched(int first, int end, int lane, V value, F f) {
+    const int B = 8;
+    for (int i0 = first + lane; i0 < end; i0 += B * GPU_WARP) {
+        float v[B];
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (i0 + u * GPU_WARP < end) v[u] = value(i0 + u * GPU_WARP);
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (i0 + u * GPU_WARP < end) f(i0 + u * GPU_WARP, v[u]);
+    }
+}
+
+template <int XT, int WT>
+__global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BLOCKS)) void dwconv_bwd_ncl_wide_kernel(gpu_bwd_args a) {
+    const int lane = threadIdx.x, K = (int)a.kernel_size, SPAN = K - 1;
+    const gpu_bwd_wide_layout lay = gpu_bwd_wide_layout_of(K);
+    const int W = lay.column;
+    float *sm = (float *)gpu_shared_base();
+    float *xc = sm, *gc = sm + lay.g_at; /* X column L at xc + (L + 1) W, G column L at gc + L W */
+    float *ws = sm + lay.w_at, *wr = sm + lay.wr_at, *ps = sm + lay.p_at;
+    float *xl = xc + (lane + 1) * W, *gl = gc + lane * W; /* the lane's columns */
+    const int64_t L = a.length, L_out = a.output_length, pad = a.pad_left;
+    const int64_t tasks = a.batch * a.channels * a.tiles;
+    const bool act = a.activation != DWCONV_ACT_NONE, need_x = act || a.sums;
+    for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+        const int64_t tile = task % a.tiles, bc = task / a.tiles;
+        const int64_t c = bc % a.channels, b = bc / a.channels;
+        const gpu_bwd_row<XT, WT> row(a, b, c);
+        const int64_t t0 = tile * GPU_BWD_WARP_OUTPUTS, x0 = t0 - pad; /* element 0 of dy, x */
+        const int n_out = (int)gpu_min64(GPU_BWD_WARP_OUTPUTS, L_out - t0);
+        const int n = (int)gpu_max64(0, gpu_min64(DWCONV_GRAD_CHUNK, n_out - lane * DWCONV_GRAD_CHUNK));
+        const int front = (int)gpu_min64(SPAN, t0); /* outputs before the tile that exist */
+
+        gpu_sync_warp(); /* the previous tile's reads are done */
+        /* 1. weights; x rel [-front, n_out + span) into the X columns; dy of outputs
+         * [-front, n_out) into the G columns */
+        for (int k = lane; k < (lay.wr_at - lay.w_at); k += GPU_WARP) {
+            ws[k] = k < K ? row.weight(k) : 0.0f;
+            wr[k] = k < K ? row.weight(K - 1 - k) : 0.0f;
+        }
+        /* rel r: X column r / 64 at slot r % 64, and the previous column at 64 + r % 64
+         * where that is below 64 + span */
+        auto x_slots = [&](int r, float *&first, float *&second) {
+            const int col = r >> 6, s = r & 63; /* floor, for negative r too */
+            first = col < GPU_WARP ? xc + (col + 1) * W + s : NULL;
+            second = s < SPAN && col >= 0 ? xc + col * W + 64 + s : NULL;
+        };
+        /* output t: G column t / 64 at slot span + t % 64, and the next column at
+         * t % 64 - (64 - span) where that is not negative */
+        auto g_slots = [&](int t, float *&first, float *&second) {
+            const int col = t >> 6, s = t & 63;
+            first = col >= 0 ? gc + col * W + SPAN + s : NULL;
+            second = s >= 64 - SPAN && col + 1 < GPU_WARP ? gc + (col + 1) * W + s - (64 - SPAN) : NULL;
+        };
+        const int x_end = need_x ? n_out + SPAN : -front;
+        if (XT == DWCONV_F32) {
+            for (int r = -front + lane; r < x_end; r += GPU_WARP) {
+                float *s1, *s2;
+                x_slots(r, s1, s2);
+                const int64_t pos = x0 + r;
+                if (pos >= 0 && pos < L) {
+                    if (s1) gpu_copy4_async(s1, row.x + pos);
+                    if (s2) gpu_copy4_async(s2, row.x + pos);
+                } else {
+                    const float v = row.xp(a, pos);
+                    if (s1) *s1 = v;
+                    if (s2) *s2 = v;
+                }
+            }
+            for (int t = -front + lane; t < n_out; t += GPU_WARP) {
+                float *s1, *s2;
+                g_slots(t, s1, s2);
+                if (s1) gpu_copy4_async(s1, row.dy + (t0 + t));
+                if (s2) gpu_copy4_async(s2, row.dy + (t0 + t));
+            }
+            gpu_copy_wait();
+        } else {
+            gpu_bwd_wide_batched(
+                -front, x_end, lane,
+                [&](int r) { return x0 + r >= 0 && x0 + r < L ? gpu_elem<XT>::widen(row.x[x0 + r]) : row.xp(a, x0 + r); },
+                [&](int r, float v) {
+                    float *s1, *s2;
+                    x_slots(r, s1, s2);
+                    if (s1) *s1 = v;
+                    if (s2) *s2 = v;
+                });
+            gpu_bwd_wide_batched(
+                -front, n_out, lane, [&](int t) { return gpu_elem<XT>::widen(row.dy[t0 + t]); },
+                [&](int t, float v) {
+                    float *s1, *s2;
+                    g_slots(t, s1, s2);
+                    if (s1) *s1 = v;
+                    if (s2) *s2 = v;
+                });
+        }
+        gpu_sync_warp();
+
+        /* 2. g over dy in place: the lane's outputs, then the ones before the tile;
+         * then the column's start from the previous column */
+        if (act) {
+            const int R = GPU_BWD_WIDE_RUN;
+            int j0 = 0;
+            for (; j0 + R <= n; j0 += R) {
+                float z[R];
+#pragma unroll
+                for (int j = 0; j < R; j++) z[j] = row.bias;
+                gpu_bwd_wide_sums<R>(xl + j0, ws, K, z);
+#pragma unroll
+                for (int j = 0; j < R; j++) {
+                    float *g = gl + SPAN + j0 + j;
+                    *g = dwconv_activation_grad(a.activation, z[j], *g);
+                }
+            }
+            for (; j0 < n; j0++) {
+                float *g = gl + SPAN + j0;
+                *g = dwconv_activation_grad(a.activation, gpu_bwd_wide_sum(xl + j0, ws, K, row.bias), *g);
+            }
+            for (int s = SPAN - front + lane; s < SPAN; s += GPU_WARP) { /* output s - span, column 0 */
+                float *g = gc + s;
+                *g = dwconv_activation_grad(a.activation, gpu_bwd_wide_sum(xc + 64 - SPAN + s, ws, K, row.bias), *g);
+            }
+            gpu_sync_warp();
+            if (lane > 0 && n > 0)
+                for (int s = 0; s < SPAN; s++) gl[s] = gl[s - W + 64];
+        }
+
+        /* 3. the chunk's chains, GPU_BWD_WIDE_CHAINS taps at a time, and each tap's tree
+         * over the tile's chunks (dbias: with the first block, as tap K) */
+        if (a.sums) {
+            static_assert(GPU_BWD_WIDE_CHAINS < GPU_WARP, "a lane for each chain's tree and one for the bias's");
+            const int C = GPU_BWD_WIDE_CHAINS, chunks = (n_out + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK;
+            for (int k0 = 0; k0 < K; k0 += C) {
+                if (n > 0) {
+                    float p[C];
+#pragma unroll
+                    for (int j = 0; j < C; j++) p[j] = 0.0f;
+                    gpu_bwd_wide_chains<C>(gl + SPAN, xl, n, k0, K, p);
+#pragma unroll
+                    for (int j = 0; j < C; j++) ps[j * (GPU_WARP + 1) + lane] = p[j];
+                    if (k0 == 0) {
+                        float pb = 0.0f;
+                        for (int j = 0; j < n; j++) pb = pb + gl[SPAN + j];
+                        ps[C * (GPU_WARP + 1) + lane] = pb;
+                    }
+                }
+                gpu_sync_warp();
+                if (lane < C ? k0 + lane < K : lane == C && k0 == 0) /* a tap, or the bias */
+                    a.part[gpu_bwd_part(&a, b, c, lane < C ? k0 + lane : K, tile)] =
+                        dwconv_grad_tree(ps + lane * (GPU_WARP + 1), chunks);
+                gpu_sync_warp();
+            }
+        }
+
+        /* 4. dx of the lane's inputs 64 lane + i, i < n (the readers of the others lie
+         * past the row): the G column against the reversed weights, into the X column */
+        if (a.dx) {
+            const int R = GPU_BWD_WIDE_RUN;
+            int i0 = 0;
+            for (; i0 + R <= n; i0 += R) {
+                float acc[R];
+#pragma unroll
+                for (int j = 0; j < R; j++) acc[j] = 0.0f;
+                gpu_bwd_wide_sums<R>(gl + i0, wr, K, acc);
+#pragma unroll
+                for (int j = 0; j < R; j++) xl[i0 + j] = acc[j];
+            }
+            for (; i0 < n; i0++) xl[i0] = gpu_bwd_wide_sum(gl + i0, wr, K, 0.0f);
+            gpu_sync_warp();
+            /* 5. inputs x0 + d, d in [lo, hi): the tile's (the last tile's run on to the
+             * row's end) but the gather kernel's row ends. Those whose readers all
+             * exist, [full, n_out), from the columns; the others (zeros padding: the
+             * readers past either end of the row are left out) one chain a lane over
+             * the G columns */
+            typedef typename gpu_elem<XT>::raw raw;
+            raw *dx = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
+            const int end = t0 + n_out == L_out ? n_out + SPAN : n_out, full = SPAN - front;
+            const int lo = (int)gpu_min64(gpu_max64(0, a.edge_lo - x0), end); /* 64-bit until clamped */
+            const int hi = (int)gpu_max64(gpu_min64(end, L - a.edge_hi - x0), lo);
+            for (int d = (lo > full ? lo : full) + lane; d < (hi < n_out ? hi : n_out); d += GPU_WARP)
+                dx[x0 + d] = gpu_elem<XT>::narrow(xc[((d >> 6) + 1) * W + (d & 63)]);
+            auto ends = [&](int from, int to) {
+                for (int d = from + lane; d < to; d += GPU_WARP) {
+                    float acc = 0.0f;
+                    for (int t = (d - SPAN > -front ? d - SPAN : -front); t <= d && t < n_out; t++) /* k = d - t falls */
+                        acc = DWCONV_FMAF(t >= 0 ? gc[(t >> 6) * W + SPAN + (t & 63)] : gc[t + SPAN], ws[d - t], acc);
+                    dx[x0 + d] = gpu_elem<XT>::narrow(acc);
+                }
+            };
+            ends(lo, full < hi ? full : hi);
+            ends(lo > n_out ? lo : n_out, hi);
+        }
+    }
+}
+
+#endif /* DWCONV_GPU_KERNEL_BWD_NCL_WIDE_CUH */

@@ -210,25 +210,22 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
             second = s >= 64 - SPAN && col + 1 < GPU_WARP ? gc + (col + 1) * W + s - (64 - SPAN) : NULL;
         };
         const int x_end = need_x ? n_out + SPAN : -front;
-        if (XT == DWCONV_F32) {
-            for (int r = -front + lane; r < x_end; r += GPU_WARP) {
-                float *s1, *s2;
-                x_slots(r, s1, s2);
-                const int64_t pos = x0 + r;
-                if (pos >= 0 && pos < L) {
-                    if (s1) gpu_copy4_async(s1, row.x + pos);
-                    if (s2) gpu_copy4_async(s2, row.x + pos);
-                } else {
-                    const float v = row.xp(a, pos);
-                    if (s1) *s1 = v;
-                    if (s2) *s2 = v;
+        if (XT == DWCONV_F32) { /* column by column: runs of adjacent positions */
+            for (int col = -1; col < GPU_WARP; col++) {
+                const int r0 = 64 * col > -front ? 64 * col : -front;
+                const int r1 = 64 * col + 64 + SPAN < x_end ? 64 * col + 64 + SPAN : x_end;
+                float *to = xc + (col + 1) * W;
+                for (int r = r0 + lane; r < r1; r += GPU_WARP) {
+                    const int64_t pos = x0 + r;
+                    if (pos >= 0 && pos < L) gpu_copy4_async(to + (r - 64 * col), row.x + pos);
+                    else to[r - 64 * col] = row.xp(a, pos);
                 }
             }
-            for (int t = -front + lane; t < n_out; t += GPU_WARP) {
-                float *s1, *s2;
-                g_slots(t, s1, s2);
-                if (s1) gpu_copy4_async(s1, row.dy + (t0 + t));
-                if (s2) gpu_copy4_async(s2, row.dy + (t0 + t));
+            for (int col = 0; col < GPU_WARP; col++) {
+                const int t_lo = 64 * col - SPAN > -front ? 64 * col - SPAN : -front;
+                const int t_hi = 64 * col + 64 < n_out ? 64 * col + 64 : n_out;
+                float *to = gc + col * W + SPAN;
+                for (int t = t_lo + lane; t < t_hi; t += GPU_WARP) gpu_copy4_async(to + (t - 64 * col), row.dy + (t0 + t));
             }
             gpu_copy_wait();
         } else {

@@ -31,6 +31,10 @@ cases=(
   "4 5120 4096 4 1 1 -1 0 zeros silu bf16 nlc xwb"
   "4 5120 4096 4 1 1 -1 0 zeros none bf16 nlc xwb"
   "16 512 4096 31 1 1 15 15 zeros none f32 ncl xw"   # K31, stride 2, dilation 4
+  "16 512 4096 31 1 1 15 15 zeros silu f32 ncl xwb"  # wider K (the wide kernel)
+  "16 512 4096 31 1 1 15 15 zeros none bf16 ncl xw"
+  "16 512 4096 15 1 1 7 7 zeros none f32 ncl xw"
+  "16 512 4096 64 1 1 32 31 zeros none f32 ncl xw"
   "32 512 8192 3 2 1 1 1 zeros none f32 ncl xw"
   "32 512 8192 3 1 4 4 4 zeros none f32 ncl xw"
 )
@@ -54,7 +58,7 @@ done
 want ncu || exit 0
 echo "== ncu (one launch after 3)"
 for k in "warp:32 512 8192 3 1 1 1 1 zeros none f32 ncl xw" "warp:32 512 8192 3 2 1 1 1 zeros none f32 ncl xw" \
-         "warp:4 5120 4096 4 1 1 -1 0 zeros silu bf16 ncl xwb" \
+         "warp:4 5120 4096 4 1 1 -1 0 zeros silu bf16 ncl xwb" "wide:16 512 4096 31 1 1 15 15 zeros none f32 ncl xw" \
          "nlc:4 5120 4096 4 1 1 -1 0 zeros silu bf16 nlc xwb" "nlc:4 5120 4096 4 1 1 -1 0 zeros silu f32 nlc xwb"; do
   echo "-- ${k%%:*} ${k#*:}"
   DWCONV_MODULE_PATH=$m LD_LIBRARY_PATH=$new/src/.libs:$LD_LIBRARY_PATH timeout 120 ncu --clock-control none \

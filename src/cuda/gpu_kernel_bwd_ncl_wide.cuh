@@ -22,7 +22,7 @@
  *      columns, widened (f32: 4-byte asynchronous copies inside the row), positions
  *      outside the row by the padding mode (or the causal state);
  *   2. with an activation, g over dy in place: z of each output by register blocks
- *      of GPU_BWD_WIDE_RUN outputs by GPU_BWD_WIDE_TAPS taps (each z an fmaf chain in
+ *      of GPU_WIDE_RUN outputs by GPU_WIDE_TAPS taps (each z an fmaf chain in
  *      k order), the outputs before the tile a lane each; then each lane's column
  *      start from the previous column;
  *   3. dweight and dbias: the chunk's chains GPU_BWD_WIDE_CHAINS taps at a time
@@ -41,10 +41,9 @@
 
 #include "gpu_bwd_common.cuh"
 #include "gpu_kernel_bwd_ncl_warp.cuh"
+#include "gpu_wide_sums.cuh"
 
 #define GPU_BWD_WIDE_MAX_K 64   /* K at most: a column holds 64 + K - 1 slots */
-#define GPU_BWD_WIDE_RUN 16     /* outputs (inputs) of a register block of z (dx) */
-#define GPU_BWD_WIDE_TAPS 8     /* taps of a register block of z and dx */
 #define GPU_BWD_WIDE_CHAINS 16  /* dweight chains of a register block */
 #define GPU_BWD_WIDE_CHAIN_RUN 8 /* outputs a chain block reads at once */
 #define GPU_BWD_WIDE_MIN_BLOCKS 8 /* resident an SM (shared memory: 27 KB at K 31) */
@@ -59,56 +58,14 @@ typedef struct gpu_bwd_wide_layout {
 
 GPU_HD gpu_bwd_wide_layout gpu_bwd_wide_layout_of(int64_t K) {
     gpu_bwd_wide_layout l;
-    const int k = (int)(K < GPU_BWD_WIDE_MAX_K ? K : GPU_BWD_WIDE_MAX_K);
-    const int taps = (k + GPU_BWD_WIDE_TAPS - 1) / GPU_BWD_WIDE_TAPS * GPU_BWD_WIDE_TAPS;
-    l.column = (DWCONV_GRAD_CHUNK + k - 1) | 1;
+    const int64_t k = K < GPU_BWD_WIDE_MAX_K ? K : GPU_BWD_WIDE_MAX_K;
+    l.column = gpu_wide_column(k - 1);
     l.g_at = (GPU_WARP + 1) * l.column;
     l.w_at = (l.g_at + GPU_WARP * l.column + 3) / 4 * 4;
-    l.wr_at = l.w_at + taps;
-    l.p_at = l.wr_at + taps;
+    l.wr_at = l.w_at + gpu_wide_taps(k);
+    l.p_at = l.wr_at + gpu_wide_taps(k);
     l.words = l.p_at + (GPU_BWD_WIDE_CHAINS + 1) * (GPU_WARP + 1);
     return l;
-}
-
-/* acc[j] (j < R) = its value then the fmaf chain over taps t = 0 .. K - 1 of
- * src[j + t] * w[t]: R consecutive outputs' sums, GPU_BWD_WIDE_TAPS taps a window of
- * R + GPU_BWD_WIDE_TAPS - 1 slots in registers. w: 16-byte aligned, zero-padded to
- * whole tap blocks (the padding is read, never used). */
-template <int R>
-static __device__ __forceinline__ void gpu_bwd_wide_sums(const float *src, const float *w, int K, float *acc) {
-    const int TB = GPU_BWD_WIDE_TAPS;
-    for (int t0 = 0; t0 < K; t0 += TB) {
-        float wv[TB], xw[R + TB - 1];
-#pragma unroll
-        for (int r = 0; r < TB / 4; r++) {
-            const float4 f = *(const float4 *)(w + t0 + 4 * r);
-            wv[4 * r] = f.x, wv[4 * r + 1] = f.y, wv[4 * r + 2] = f.z, wv[4 * r + 3] = f.w;
-        }
-        if (t0 + TB <= K) {
-#pragma unroll
-            for (int r = 0; r < R + TB - 1; r++) xw[r] = src[t0 + r];
-#pragma unroll
-            for (int kk = 0; kk < TB; kk++)
-#pragma unroll
-                for (int j = 0; j < R; j++) acc[j] = DWCONV_FMAF(xw[j + kk], wv[kk], acc[j]);
-        } else { /* the last, partial block: only slots below R - 1 + K - t0 are read */
-#pragma unroll
-            for (int r = 0; r < R + TB - 1; r++)
-                if (r < R - 1 + K - t0) xw[r] = src[t0 + r];
-#pragma unroll
-            for (int kk = 0; kk < TB; kk++)
-                if (t0 + kk < K) {
-#pragma unroll
-                    for (int j = 0; j < R; j++) acc[j] = DWCONV_FMAF(xw[j + kk], wv[kk], acc[j]);
-                }
-        }
-    }
-}
-
-/* The same for n < R outputs (a chunk's last few), one at a time. */
-static __device__ __forceinline__ float gpu_bwd_wide_sum(const float *src, const float *w, int K, float acc) {
-    for (int t = 0; t < K; t++) acc = DWCONV_FMAF(src[t], w[t], acc);
-    return acc;
 }
 
 /* p[c] (c < C, k0 + c < K) = its value then the fmaf chain over outputs j < n, in
@@ -252,13 +209,13 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
         /* 2. g over dy in place: the lane's outputs, then the ones before the tile;
          * then the column's start from the previous column */
         if (act) {
-            const int R = GPU_BWD_WIDE_RUN;
+            const int R = GPU_WIDE_RUN;
             int j0 = 0;
             for (; j0 + R <= n; j0 += R) {
                 float z[R];
 #pragma unroll
                 for (int j = 0; j < R; j++) z[j] = row.bias;
-                gpu_bwd_wide_sums<R>(xl + j0, ws, K, z);
+                gpu_wide_sums<R>(xl + j0, ws, K, z);
 #pragma unroll
                 for (int j = 0; j < R; j++) {
                     float *g = gl + SPAN + j0 + j;
@@ -267,11 +224,11 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
             }
             for (; j0 < n; j0++) {
                 float *g = gl + SPAN + j0;
-                *g = dwconv_activation_grad(a.activation, gpu_bwd_wide_sum(xl + j0, ws, K, row.bias), *g);
+                *g = dwconv_activation_grad(a.activation, gpu_wide_sum(xl + j0, ws, K, row.bias), *g);
             }
             for (int s = SPAN - front + lane; s < SPAN; s += GPU_WARP) { /* output s - span, column 0 */
                 float *g = gc + s;
-                *g = dwconv_activation_grad(a.activation, gpu_bwd_wide_sum(xc + 64 - SPAN + s, ws, K, row.bias), *g);
+                *g = dwconv_activation_grad(a.activation, gpu_wide_sum(xc + 64 - SPAN + s, ws, K, row.bias), *g);
             }
             gpu_sync_warp();
             if (lane > 0 && n > 0)
@@ -308,17 +265,17 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
         /* 4. dx of the lane's inputs 64 lane + i, i < n (the readers of the others lie
          * past the row): the G column against the reversed weights, into the X column */
         if (a.dx) {
-            const int R = GPU_BWD_WIDE_RUN;
+            const int R = GPU_WIDE_RUN;
             int i0 = 0;
             for (; i0 + R <= n; i0 += R) {
                 float acc[R];
 #pragma unroll
                 for (int j = 0; j < R; j++) acc[j] = 0.0f;
-                gpu_bwd_wide_sums<R>(gl + i0, wr, K, acc);
+                gpu_wide_sums<R>(gl + i0, wr, K, acc);
 #pragma unroll
                 for (int j = 0; j < R; j++) xl[i0 + j] = acc[j];
             }
-            for (; i0 < n; i0++) xl[i0] = gpu_bwd_wide_sum(gl + i0, wr, K, 0.0f);
+            for (; i0 < n; i0++) xl[i0] = gpu_wide_sum(gl + i0, wr, K, 0.0f);
             gpu_sync_warp();
             /* 5. inputs x0 + d, d in [lo, hi): the tile's (the last tile's run on to the
              * row's end) but the gather kernel's row ends. Those whose readers all

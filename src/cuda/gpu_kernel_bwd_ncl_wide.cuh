@@ -45,8 +45,10 @@
 
 #define GPU_BWD_WIDE_MAX_K 64   /* K at most: a column holds 64 + K - 1 slots */
 #define GPU_BWD_WIDE_CHAINS 16  /* dweight chains of a register block */
-#define GPU_BWD_WIDE_CHAIN_RUN 8 /* outputs a chain block reads at once */
+#define GPU_BWD_WIDE_CHAIN_RUN 16 /* outputs a chain block reads at once */
 #define GPU_BWD_WIDE_MIN_BLOCKS 8 /* resident an SM (shared memory: 27 KB at K 31) */
+
+static_assert(GPU_WIDE_CHUNK == DWCONV_GRAD_CHUNK, "a lane's run of outputs is one chunk of the sums");
 
 /* The shared memory in words: the X and G columns, the weights and the reversed
  * weights (K padded with zeros to whole tap blocks, 16-byte aligned), and the chain
@@ -70,10 +72,11 @@ GPU_HD gpu_bwd_wide_layout gpu_bwd_wide_layout_of(int64_t K) {
 
 /* p[c] (c < C, k0 + c < K) = its value then the fmaf chain over outputs j < n, in
  * order, of g[j] * x[j + k0 + c]: C taps' chains over one chunk, GPU_BWD_WIDE_CHAIN_RUN
- * outputs at a time. */
+ * outputs at a time; with bias, pb = its value then the sum of g[j], in order (the
+ * bias's chain, with the first block of taps). */
 template <int C>
 static __device__ __forceinline__ void gpu_bwd_wide_chains(const float *g, const float *x, int n, int k0, int K,
-                                                           float *p) {
+                                                           float *p, bool bias, float &pb) {
     const int R = GPU_BWD_WIDE_CHAIN_RUN;
     const int taps = K - k0 < C ? K - k0 : C;
     int j0 = 0;
@@ -81,6 +84,10 @@ static __device__ __forceinline__ void gpu_bwd_wide_chains(const float *g, const
         float gv[R], xw[R + C - 1];
 #pragma unroll
         for (int r = 0; r < R; r++) gv[r] = g[j0 + r];
+        if (bias) {
+#pragma unroll
+            for (int j = 0; j < R; j++) pb = pb + gv[j];
+        }
         if (taps == C) {
 #pragma unroll
             for (int r = 0; r < R + C - 1; r++) xw[r] = x[j0 + k0 + r];
@@ -88,19 +95,21 @@ static __device__ __forceinline__ void gpu_bwd_wide_chains(const float *g, const
             for (int j = 0; j < R; j++)
 #pragma unroll
                 for (int c = 0; c < C; c++) p[c] = DWCONV_FMAF(gv[j], xw[j + c], p[c]);
-        } else {
+        } else { /* fewer taps: a branch per chain, the same for every lane */
 #pragma unroll
             for (int r = 0; r < R + C - 1; r++)
                 if (r < R - 1 + taps) xw[r] = x[j0 + k0 + r];
 #pragma unroll
-            for (int j = 0; j < R; j++)
+            for (int c = 0; c < C; c++)
+                if (c < taps) {
 #pragma unroll
-                for (int c = 0; c < C; c++)
-                    if (c < taps) p[c] = DWCONV_FMAF(gv[j], xw[j + c], p[c]);
+                    for (int j = 0; j < R; j++) p[c] = DWCONV_FMAF(gv[j], xw[j + c], p[c]);
+                }
         }
     }
     for (; j0 < n; j0++) {
         const float gv = g[j0];
+        if (bias) pb = pb + gv;
 #pragma unroll
         for (int c = 0; c < C; c++)
             if (c < taps) p[c] = DWCONV_FMAF(gv, x[j0 + k0 + c], p[c]);
@@ -149,8 +158,10 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
         /* 1. weights; x rel [-front, n_out + span) into the X columns; dy of outputs
          * [-front, n_out) into the G columns */
         for (int k = lane; k < (lay.wr_at - lay.w_at); k += GPU_WARP) {
-            ws[k] = k < K ? row.weight(k) : 0.0f;
-            wr[k] = k < K ? row.weight(K - 1 - k) : 0.0f;
+            const float v = k < K ? row.weight(k) : 0.0f;
+            ws[k] = v;
+            if (k < K) wr[K - 1 - k] = v;
+            else wr[k] = 0.0f;
         }
         /* rel r: X column r / 64 at slot r % 64, and the previous column at 64 + r % 64
          * where that is below 64 + span */
@@ -171,11 +182,15 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
             for (int col = -1; col < GPU_WARP; col++) {
                 const int r0 = 64 * col > -front ? 64 * col : -front;
                 const int r1 = 64 * col + 64 + SPAN < x_end ? 64 * col + 64 + SPAN : x_end;
-                float *to = xc + (col + 1) * W;
-                for (int r = r0 + lane; r < r1; r += GPU_WARP) {
-                    const int64_t pos = x0 + r;
-                    if (pos >= 0 && pos < L) gpu_copy4_async(to + (r - 64 * col), row.x + pos);
-                    else to[r - 64 * col] = row.xp(a, pos);
+                float *to = xc + (col + 1) * W - 64 * col; /* to[r]: rel r's slot */
+                if (x0 + r0 >= 0 && x0 + r1 <= L) { /* inside the row: no test an element */
+                    for (int r = r0 + lane; r < r1; r += GPU_WARP) gpu_copy4_async(to + r, row.x + (x0 + r));
+                } else {
+                    for (int r = r0 + lane; r < r1; r += GPU_WARP) {
+                        const int64_t pos = x0 + r;
+                        if (pos >= 0 && pos < L) gpu_copy4_async(to + r, row.x + pos);
+                        else to[r] = row.xp(a, pos);
+                    }
                 }
             }
             for (int col = 0; col < GPU_WARP; col++) {
@@ -245,14 +260,11 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
                     float p[C];
 #pragma unroll
                     for (int j = 0; j < C; j++) p[j] = 0.0f;
-                    gpu_bwd_wide_chains<C>(gl + SPAN, xl, n, k0, K, p);
+                    float pb = 0.0f;
+                    gpu_bwd_wide_chains<C>(gl + SPAN, xl, n, k0, K, p, k0 == 0, pb);
 #pragma unroll
                     for (int j = 0; j < C; j++) ps[j * (GPU_WARP + 1) + lane] = p[j];
-                    if (k0 == 0) {
-                        float pb = 0.0f;
-                        for (int j = 0; j < n; j++) pb = pb + gl[SPAN + j];
-                        ps[C * (GPU_WARP + 1) + lane] = pb;
-                    }
+                    if (k0 == 0) ps[C * (GPU_WARP + 1) + lane] = pb;
                 }
                 gpu_sync_warp();
                 if (lane < C ? k0 + lane < K : lane == C && k0 == 0) /* a tap, or the bias */

@@ -19,6 +19,8 @@
 #include "gpu_carried.cuh"
 #include "gpu_wide_sums.cuh"
 
+static_assert(GPU_WIDE_CHUNK == 64, "a run's slot and column by shift and mask");
+
 template <int XT, int WT>
 __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_WIDE_MIN_BLOCKS))
 void dwconv_ncl_wide_kernel(gpu_conv_args a) {
@@ -35,22 +37,29 @@ void dwconv_ncl_wide_kernel(gpu_conv_args a) {
             const raw *xrow = (const raw *)a.x + b * a.x_stride[0] + c * a.x_stride[1];
             raw *yrow = (raw *)a.y + b * a.y_stride[0] + c * a.y_stride[1];
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
+            if (blockIdx.x >= a.tiles_per_row) continue;
+            /* the row's weights (the previous row's last reads were before its copy-out's
+             * barrier; the first tile's barrier orders these writes before its sums) */
+            for (int k = lane; k < gpu_wide_taps(K); k += GPU_WARP)
+                ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
             for (int64_t tile = blockIdx.x; tile < a.tiles_per_row; tile += gridDim.x) {
                 const int64_t t0 = tile * TILE, p0 = D * t0 - a.pad_left; /* Q[t0 + r] at p0 + D r */
                 const int n_out = (int)gpu_min64(TILE, L_out - t0), points = n_out + SPAN;
                 gpu_sync_warp(); /* the previous tile's reads are done */
-                for (int k = lane; k < gpu_wide_taps(K); k += GPU_WARP)
-                    ws[k] = k < K ? gpu_elem<WT>::widen(((const wraw *)a.weight)[c * K + k]) : 0.0f;
                 /* point r: slot r - 64 col of each column col whose run reads it (col
                  * from r / 64 down while that slot is below 64 + span) */
                 if (XT == DWCONV_F32 && D == 1) { /* column by column: runs of adjacent positions */
                     for (int col = 0; col < GPU_WARP; col++) {
                         const int r0 = CH * col, r1 = CH * col + CH + SPAN < points ? CH * col + CH + SPAN : points;
-                        float *to = xc + col * W - r0;
-                        for (int r = r0 + lane; r < r1; r += GPU_WARP) {
-                            const int64_t pos = p0 + r;
-                            if (pos >= 0 && pos < L) gpu_copy4_async(to + r, xrow + pos);
-                            else to[r] = gpu_elem<XT>::widen(gpu_padded_raw<XT>(xrow, L, a.padding_mode, pos));
+                        float *to = xc + col * W - r0; /* to[r]: point r's slot */
+                        if (p0 + r0 >= 0 && p0 + r1 <= L) { /* inside the row: no test an element */
+                            for (int r = r0 + lane; r < r1; r += GPU_WARP) gpu_copy4_async(to + r, xrow + (p0 + r));
+                        } else {
+                            for (int r = r0 + lane; r < r1; r += GPU_WARP) {
+                                const int64_t pos = p0 + r;
+                                if (pos >= 0 && pos < L) gpu_copy4_async(to + r, xrow + pos);
+                                else to[r] = gpu_elem<XT>::widen(gpu_padded_raw<XT>(xrow, L, a.padding_mode, pos));
+                            }
                         }
                     }
                     gpu_copy_wait();
@@ -95,7 +104,8 @@ void dwconv_ncl_wide_kernel(gpu_conv_args a) {
                     xl[j0] = acc;
                 }
                 gpu_sync_warp();
-                for (int d = lane; d < n_out; d += GPU_WARP) yrow[t0 + d] = gpu_elem<XT>::narrow(xc[(d / CH) * W + d % CH]);
+                for (int d = lane; d < n_out; d += GPU_WARP) /* (d >= 0: d / 64 as a shift) */
+                    yrow[t0 + d] = gpu_elem<XT>::narrow(xc[(d >> 6) * W + (d & (CH - 1))]);
             }
         }
 }

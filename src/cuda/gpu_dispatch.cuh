@@ -14,7 +14,6 @@
 #include "gpu_kernel_ncl_lattice.cuh"
 #include "gpu_kernel_ncl_lean.cuh"
 #include "gpu_kernel_ncl_tile.cuh"
-#include "gpu_kernel_ncl_wide.cuh"
 #include "gpu_kernel_nlc.cuh"
 #include "gpu_kernel_nlc_column.cuh"
 #include "gpu_kernel_nlc_slide.cuh"
@@ -75,12 +74,6 @@ struct gpu_tile_kernels {
 struct gpu_lattice_kernels {
     template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
         return dwconv_ncl_lattice_kernel<XT, WT>;
-    }
-};
-
-struct gpu_wide_kernels {
-    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
-        return dwconv_ncl_wide_kernel<XT, WT>;
     }
 };
 

@@ -131,24 +131,19 @@ GPU_HD int64_t gpu_lattice_smem(int64_t K) {
     return gpu_lattice_weights_offset(K) + gpu_lattice_taps(K) * 4;
 }
 
-/* wide (gpu_kernel_ncl_wide.cuh): channel-first, dilation == stride (lattice points, as
- * lattice), K up to GPU_WIDE_MAX_K: blocks of one warp, a lane per run of
- * GPU_WIDE_CHUNK outputs, its points in a shared column of its own, the sums in
- * register blocks of GPU_WIDE_RUN outputs by GPU_WIDE_TAPS taps (gpu_wide_sums.cuh,
- * which the backward's wide kernel shares). */
+/* The backward's wide kernel (gpu_kernel_bwd_ncl_wide.cuh): a lane per run of
+ * GPU_WIDE_CHUNK outputs, its values in a shared column of its own, the sums in register
+ * blocks of GPU_WIDE_RUN outputs by GPU_WIDE_TAPS taps (gpu_wide_sums.cuh). A forward
+ * family on the same columns measured slower than lattice (bench/RESULTS-gpu.md, run K)
+ * and was not kept. */
 #define GPU_WIDE_CHUNK 64
 #define GPU_WIDE_RUN 16
 #define GPU_WIDE_TAPS 8
-#define GPU_WIDE_MAX_K 256 /* 41 KB of columns */
-#define GPU_WIDE_MIN_BLOCKS 20 /* ptxas sm_90: 93-95 registers, no spill (at 16: 124-126; at 24: spills) */
 /* Words from one lane's column to the next: a run's points (GPU_WIDE_CHUNK + span),
  * odd, so that lanes reading the same slot of their columns hit distinct banks. */
 GPU_HD int gpu_wide_column(int64_t span) { return (int)(GPU_WIDE_CHUNK + span) | 1; }
 /* K padded to whole tap blocks (weights staged with zeros past K, never used). */
 GPU_HD int gpu_wide_taps(int64_t K) { return (int)((K + GPU_WIDE_TAPS - 1) / GPU_WIDE_TAPS * GPU_WIDE_TAPS); }
-/* The weights after the columns, 16-byte aligned. */
-GPU_HD int gpu_wide_weights_at(int64_t K) { return (GPU_WARP * gpu_wide_column(K - 1) + 3) / 4 * 4; }
-GPU_HD int64_t gpu_wide_smem(int64_t K) { return ((int64_t)gpu_wide_weights_at(K) + gpu_wide_taps(K)) * 4; }
 
 /* nlc (gpu_kernel_nlc.cuh): channel-last, anything: one channel vector and
  * gpu_nlc_run positions per thread, weights staged GPU_NLC_TAPS taps at a time. */
@@ -217,10 +212,6 @@ static inline int gpu_lattice_fits(const gpu_conv_args *a) {
     return a->dilation == a->stride && gpu_lattice_smem(a->kernel_size) <= GPU_SMEM_LIMIT;
 }
 
-static inline int gpu_wide_fits(const gpu_conv_args *a) {
-    return a->dilation == a->stride && gpu_wide_smem(a->kernel_size) <= GPU_SMEM_LIMIT;
-}
-
 static inline int gpu_nlc_fits(const gpu_conv_args *a) {
     (void)a;
     return 1;
@@ -246,7 +237,6 @@ static inline int gpu_column_fits(const gpu_conv_args *a) {
     X(LEAN, lean, GPU_CHANNEL_FIRST, 1, GPU_LEAN_MAX_K)                               \
     X(TILE, tile, GPU_CHANNEL_FIRST, 1, INT64_MAX)                                    \
     X(LATTICE, lattice, GPU_CHANNEL_FIRST, GPU_LATTICE_MIN_K, INT64_MAX)              \
-    X(WIDE, wide, GPU_CHANNEL_FIRST, 1, GPU_WIDE_MAX_K)                               \
     X(NLC, nlc, GPU_CHANNEL_LAST, 1, INT64_MAX)                                       \
     X(SLIDE, slide, GPU_CHANNEL_LAST, 1, GPU_SLIDE_MAX_K)                             \
     X(COLUMN, column, GPU_CHANNEL_LAST, 1, INT64_MAX)

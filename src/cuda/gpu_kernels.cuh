@@ -18,9 +18,6 @@
  *   gpu_kernel_ncl_lean.cuh     channel-first, small K: whole vectors, taps in registers
  *   gpu_kernel_ncl_tile.cuh     channel-first, any stride/dilation/K: shared-memory tiles
  *   gpu_kernel_ncl_lattice.cuh  channel-first, large K, dilation == stride: FMA-bound
- *   gpu_kernel_ncl_wide.cuh     channel-first, dilation == stride, K up to 256: a lane
- *                               per run of 64 outputs, its points in a column of its
- *                               own (gpu_wide_sums.cuh: the register-blocked sums)
  *   gpu_kernel_nlc.cuh          channel-last, anything: 16-byte vectors across channels
  *   gpu_kernel_nlc_slide.cuh    channel-last, stride 1, dilation 1, small K: a window
  *                               of rows in registers

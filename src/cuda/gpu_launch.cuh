@@ -173,13 +173,6 @@ static void gpu_lattice_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_set_grid(a, l, 8, a->channels, a->batch); /* consecutive tiles share points */
 }
 
-static void gpu_wide_geometry(gpu_conv_args *a, gpu_launch *l) {
-    a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)GPU_WARP * GPU_WIDE_CHUNK);
-    l->threads = GPU_WARP;
-    l->smem = (size_t)gpu_wide_smem(a->kernel_size);
-    gpu_set_tile_grid(a, l, a->channels);
-}
-
 static void gpu_nlc_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int V = gpu_vector_width(a->dtype), tc = gpu_nlc_channel_threads(a, V);
     const int64_t vectors = gpu_div_up(a->channels, V);

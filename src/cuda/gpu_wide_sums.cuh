@@ -1,6 +1,6 @@
 /*
- * The sums of the wide kernels (the forward's gpu_kernel_ncl_wide.cuh, the backward's
- * gpu_kernel_bwd_ncl_wide.cuh): a run of consecutive outputs, each an fmaf chain over
+ * The sums of the backward's wide kernel (gpu_kernel_bwd_ncl_wide.cuh): a run of
+ * consecutive outputs, each an fmaf chain over
  * K taps in order, from a lane's own column of f32 values in shared memory, in register
  * blocks: per block of GPU_WIDE_TAPS taps, a window of R + GPU_WIDE_TAPS - 1 values and
  * the block's weights (two 16-byte loads) feed R GPU_WIDE_TAPS fmas. The column's reads

@@ -180,23 +180,23 @@ static inline int64_t gpu_bwd_tile_chunks(const gpu_bwd_args *a) {
 static inline gpu_bwd_kernel_fn gpu_bwd_warp_instance(const gpu_bwd_args *a) {
     return gpu_bwd_typed<gpu_bwd_warp_kernels>(a);
 }
-/* Whether the warp kernel applies: x, dy and dx channel-first with adjacent
- * positions, an instance for the shape, rows of at least GPU_BWD_TILE_MIN_CHUNKS
- * chunks (shorter ones would idle most lanes). */
-static inline int gpu_bwd_warp_fits(const gpu_bwd_args *a) {
+/* What the warp and wide kernels' tiles need: x, dy and dx channel-first with adjacent
+ * positions, rows of at least GPU_BWD_TILE_MIN_CHUNKS chunks (shorter ones would idle
+ * most lanes). */
+static inline int gpu_bwd_lane_rows(const gpu_bwd_args *a) {
     return a->x_stride[DWCONV_DIM_POSITION] <= 1 && a->dy_stride[DWCONV_DIM_POSITION] <= 1 &&
            (!a->dx || a->dx_stride[DWCONV_DIM_POSITION] <= 1) &&
-           dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS && gpu_bwd_warp_instance(a) != NULL;
-}
-
-/* Whether the wide kernel applies: x, dy and dx channel-first with adjacent positions,
- * stride and dilation 1, K above the warp kernel's and at most GPU_BWD_WIDE_MAX_K, rows
- * of at least GPU_BWD_TILE_MIN_CHUNKS chunks. */
-static inline int gpu_bwd_wide_fits(const gpu_bwd_args *a) {
-    return a->x_stride[DWCONV_DIM_POSITION] <= 1 && a->dy_stride[DWCONV_DIM_POSITION] <= 1 &&
-           (!a->dx || a->dx_stride[DWCONV_DIM_POSITION] <= 1) && a->stride == 1 && a->dilation == 1 &&
-           a->kernel_size > GPU_BWD_WARP_MAX_K && a->kernel_size <= GPU_BWD_WIDE_MAX_K &&
            dwconv_grad_chunks(a->output_length) >= GPU_BWD_TILE_MIN_CHUNKS;
+}
+/* Whether the warp kernel applies: such rows and an instance for the shape. */
+static inline int gpu_bwd_warp_fits(const gpu_bwd_args *a) {
+    return gpu_bwd_lane_rows(a) && gpu_bwd_warp_instance(a) != NULL;
+}
+/* Whether the wide kernel applies: such rows, stride and dilation 1, K above the warp
+ * kernel's and at most GPU_BWD_WIDE_MAX_K. */
+static inline int gpu_bwd_wide_fits(const gpu_bwd_args *a) {
+    return gpu_bwd_lane_rows(a) && a->stride == 1 && a->dilation == 1 &&
+           a->kernel_size > GPU_BWD_WARP_MAX_K && a->kernel_size <= GPU_BWD_WIDE_MAX_K;
 }
 
 /* The warp instance's shared memory (x's region grows with the stride). */

@@ -131,20 +131,6 @@ GPU_HD int64_t gpu_lattice_smem(int64_t K) {
     return gpu_lattice_weights_offset(K) + gpu_lattice_taps(K) * 4;
 }
 
-/* The backward's wide kernel (gpu_kernel_bwd_ncl_wide.cuh): a lane per run of
- * GPU_WIDE_CHUNK outputs, its values in a shared column of its own, the sums in register
- * blocks of GPU_WIDE_RUN outputs by GPU_WIDE_TAPS taps (gpu_wide_sums.cuh). A forward
- * family on the same columns measured slower than lattice (bench/RESULTS-gpu.md, run K)
- * and was not kept. */
-#define GPU_WIDE_CHUNK 64
-#define GPU_WIDE_RUN 16
-#define GPU_WIDE_TAPS 8
-/* Words from one lane's column to the next: a run's points (GPU_WIDE_CHUNK + span),
- * odd, so that lanes reading the same slot of their columns hit distinct banks. */
-GPU_HD int gpu_wide_column(int64_t span) { return (int)(GPU_WIDE_CHUNK + span) | 1; }
-/* K padded to whole tap blocks (weights staged with zeros past K, never used). */
-GPU_HD int gpu_wide_taps(int64_t K) { return (int)((K + GPU_WIDE_TAPS - 1) / GPU_WIDE_TAPS * GPU_WIDE_TAPS); }
-
 /* nlc (gpu_kernel_nlc.cuh): channel-last, anything: one channel vector and
  * gpu_nlc_run positions per thread, weights staged GPU_NLC_TAPS taps at a time. */
 #define GPU_NLC_THREADS 128

@@ -157,7 +157,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
         gpu_sync_warp(); /* the previous tile's reads are done */
         /* 1. weights; x rel [-front, n_out + span) into the X columns; dy of outputs
          * [-front, n_out) into the G columns */
-        for (int k = lane; k < (lay.wr_at - lay.w_at); k += GPU_WARP) {
+        for (int k = lane; k < gpu_wide_taps(K); k += GPU_WARP) {
             const float v = k < K ? row.weight(k) : 0.0f;
             ws[k] = v;
             if (k < K) wr[K - 1 - k] = v;
@@ -224,23 +224,10 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
         /* 2. g over dy in place: the lane's outputs, then the ones before the tile;
          * then the column's start from the previous column */
         if (act) {
-            const int R = GPU_WIDE_RUN;
-            int j0 = 0;
-            for (; j0 + R <= n; j0 += R) {
-                float z[R];
-#pragma unroll
-                for (int j = 0; j < R; j++) z[j] = row.bias;
-                gpu_wide_sums<R>(xl + j0, ws, K, z);
-#pragma unroll
-                for (int j = 0; j < R; j++) {
-                    float *g = gl + SPAN + j0 + j;
-                    *g = dwconv_activation_grad(a.activation, z[j], *g);
-                }
-            }
-            for (; j0 < n; j0++) {
-                float *g = gl + SPAN + j0;
-                *g = dwconv_activation_grad(a.activation, gpu_wide_sum(xl + j0, ws, K, row.bias), *g);
-            }
+            gpu_wide_run(xl, ws, K, n, row.bias, [&](int j, float z) {
+                float *g = gl + SPAN + j;
+                *g = dwconv_activation_grad(a.activation, z, *g);
+            });
             for (int s = SPAN - front + lane; s < SPAN; s += GPU_WARP) { /* output s - span, column 0 */
                 float *g = gc + s;
                 *g = dwconv_activation_grad(a.activation, gpu_wide_sum(xc + 64 - SPAN + s, ws, K, row.bias), *g);
@@ -277,17 +264,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
         /* 4. dx of the lane's inputs 64 lane + i, i < n (the readers of the others lie
          * past the row): the G column against the reversed weights, into the X column */
         if (a.dx) {
-            const int R = GPU_WIDE_RUN;
-            int i0 = 0;
-            for (; i0 + R <= n; i0 += R) {
-                float acc[R];
-#pragma unroll
-                for (int j = 0; j < R; j++) acc[j] = 0.0f;
-                gpu_wide_sums<R>(gl + i0, wr, K, acc);
-#pragma unroll
-                for (int j = 0; j < R; j++) xl[i0 + j] = acc[j];
-            }
-            for (; i0 < n; i0++) xl[i0] = gpu_wide_sum(gl + i0, wr, K, 0.0f);
+            gpu_wide_run(gl, wr, K, n, 0.0f, [&](int i, float v) { xl[i] = v; });
             gpu_sync_warp();
             /* 5. inputs x0 + d, d in [lo, hi): the tile's (the last tile's run on to the
              * row's end) but the gather kernel's row ends. Those whose readers all

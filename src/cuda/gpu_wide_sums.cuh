@@ -1,16 +1,26 @@
 /*
- * The sums of the backward's wide kernel (gpu_kernel_bwd_ncl_wide.cuh): a run of
- * consecutive outputs, each an fmaf chain over
- * K taps in order, from a lane's own column of f32 values in shared memory, in register
- * blocks: per block of GPU_WIDE_TAPS taps, a window of R + GPU_WIDE_TAPS - 1 values and
- * the block's weights (two 16-byte loads) feed R GPU_WIDE_TAPS fmas. The column's reads
- * are its base plus constants.
+ * The sums of the backward's wide kernel (gpu_kernel_bwd_ncl_wide.cuh), and its traits:
+ * a lane per run of GPU_WIDE_CHUNK outputs, its values in a shared column of its own;
+ * a run's outputs each an fmaf chain over K taps in order, in register blocks of
+ * GPU_WIDE_RUN outputs: per block of GPU_WIDE_TAPS taps, a window of R + GPU_WIDE_TAPS - 1
+ * values and the block's weights (two 16-byte loads) feed R GPU_WIDE_TAPS fmas, the
+ * column's reads its base plus constants. (A forward family on the same columns
+ * measured slower than lattice: bench/RESULTS-gpu.md, run K.)
  */
 #ifndef DWCONV_GPU_WIDE_SUMS_CUH
 #define DWCONV_GPU_WIDE_SUMS_CUH
 
 #include "gpu_elements.cuh"
 #include "gpu_families.h"
+
+#define GPU_WIDE_CHUNK 64
+#define GPU_WIDE_RUN 16
+#define GPU_WIDE_TAPS 8
+/* Words from one lane's column to the next: a run's points (GPU_WIDE_CHUNK + span),
+ * odd, so that lanes reading the same slot of their columns hit distinct banks. */
+GPU_HD int gpu_wide_column(int64_t span) { return (int)(GPU_WIDE_CHUNK + span) | 1; }
+/* K padded to whole tap blocks (weights staged with zeros past K, never used). */
+GPU_HD int gpu_wide_taps(int64_t K) { return (int)((K + GPU_WIDE_TAPS - 1) / GPU_WIDE_TAPS * GPU_WIDE_TAPS); }
 
 /* acc[j] (j < R) = its value then the fmaf chain over taps t = 0 .. K - 1 of
  * src[j + t] * w[t]: R consecutive outputs' sums, GPU_WIDE_TAPS taps a window of
@@ -51,6 +61,24 @@ static __device__ __forceinline__ void gpu_wide_sums(const float *src, const flo
 static __device__ __forceinline__ float gpu_wide_sum(const float *src, const float *w, int K, float acc) {
     for (int t = 0; t < K; t++) acc = DWCONV_FMAF(src[t], w[t], acc);
     return acc;
+}
+
+/* put(j, sum) for each of n consecutive outputs j, every sum starting from init: whole
+ * register blocks of GPU_WIDE_RUN, then the last few one at a time. */
+template <class F>
+static __device__ __forceinline__ void gpu_wide_run(const float *src, const float *w, int K, int n, float init,
+                                                    F put) {
+    const int R = GPU_WIDE_RUN;
+    int j0 = 0;
+    for (; j0 + R <= n; j0 += R) {
+        float acc[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) acc[j] = init;
+        gpu_wide_sums<R>(src + j0, w, K, acc);
+#pragma unroll
+        for (int j = 0; j < R; j++) put(j0 + j, acc[j]);
+    }
+    for (; j0 < n; j0++) put(j0, gpu_wide_sum(src + j0, w, K, init));
 }
 
 #endif /* DWCONV_GPU_WIDE_SUMS_CUH */

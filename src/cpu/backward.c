@@ -206,23 +206,13 @@ static int row_segments(const grad_job *j, const grad_scratch *sc, const void *x
     return n;
 }
 
-/* dx[i] for an interior input, scalar: o ascending is tap k descending (stride and
- * dilation 1: g[i + pad - k] against the reversed weights rw, both ascending). */
-static float gathered_input(const grad_job *j, const float *g, const float *w, const float *rw, int64_t i) {
-    if (j->s == 1 && j->d == 1) return j->kernels->fma_dot(g + i + j->pad - (j->K - 1), rw, j->K, 0.0f);
-    float acc = 0.0f;
-    for (int64_t k = j->K - 1; k >= 0; k--) {
-        int64_t t = i + j->pad - k * j->d; /* o * s: >= 0 and < L_out * s in the interior */
-        if (j->s == 1) acc = DWCONV_FMAF(g[t], w[k], acc); /* (no division per tap) */
-        else if (t % j->s == 0) acc = DWCONV_FMAF(g[t / j->s], w[k], acc);
-    }
-    return acc;
-}
-
-/* dx[i] for an input at a row end under zeros padding (no state): the same chain over
- * the outputs that exist only (o ascending, tap k descending). */
-static float edge_input(const grad_job *j, const float *g, const float *w, const float *rw, int64_t i) {
-    if (j->s == 1 && j->d == 1) { /* rw[m] = w[K-1-m] reads output i + pad - (K-1) + m */
+/* dx[i] as one chain over the outputs that read it and exist (o ascending, tap k
+ * descending): an interior input's leftovers, and the row ends under zeros padding
+ * (no state), where a padded position is read by one output's one tap at most and no
+ * input has another source. Stride and dilation 1: g[i + pad - (K-1) + m] against the
+ * reversed weights rw, both ascending, by the flavour's fma. */
+static float input_chain(const grad_job *j, const float *g, const float *w, const float *rw, int64_t i) {
+    if (j->s == 1 && j->d == 1) {
         const int64_t first = i + j->pad - (j->K - 1);
         const int64_t lo = max64(0, -first), hi = min64(j->K, j->L_out - first);
         return hi > lo ? j->kernels->fma_dot(g + first + lo, rw + lo, hi - lo, 0.0f) : 0.0f;
@@ -326,10 +316,8 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
     float *rw = sc->rweight;
     for (int64_t m = 0; m < K; m++) rw[m] = w[K - 1 - m];
     if (S == 0 && j->p->desc.padding_mode == DWCONV_PAD_ZEROS) {
-        /* the row ends: each input from the outputs that exist (a padded position is
-         * read by one output's one tap at most, and no input has another source) */
-        for (int64_t i = 0; i < j->A; i++) acc[i] = edge_input(j, g, w, rw, i);
-        for (int64_t i = j->Bi; i < j->L; i++) acc[i] = edge_input(j, g, w, rw, i);
+        for (int64_t i = 0; i < j->A; i++) acc[i] = input_chain(j, g, w, rw, i); /* the row ends */
+        for (int64_t i = j->Bi; i < j->L; i++) acc[i] = input_chain(j, g, w, rw, i);
     } else {
         for (int64_t i = 0; i < S + j->A; i++) acc[i] = 0.0f;
         for (int64_t i = S + j->Bi; i < S + j->L; i++) acc[i] = 0.0f;
@@ -349,7 +337,7 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
     if (j->s == 1 && j->Bi - j->A >= lanes) {
         int stream = 0;
         if (j->dx_nt && acc != sc->acc) { /* dx's row: from a 64-byte boundary on, streamed */
-            for (; i < j->Bi && (uintptr_t)(acc + S + i) % 64; i++) acc[S + i] = gathered_input(j, g, w, rw, i);
+            for (; i < j->Bi && (uintptr_t)(acc + S + i) % 64; i++) acc[S + i] = input_chain(j, g, w, rw, i);
             stream = (uintptr_t)(acc + S + i) % 64 == 0;
         }
         const int64_t n = (j->Bi - i) / lanes * lanes;
@@ -379,7 +367,7 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
         }
         i += n;
     }
-    for (; i < j->Bi; i++) acc[S + i] = gathered_input(j, g, w, rw, i);
+    for (; i < j->Bi; i++) acc[S + i] = input_chain(j, g, w, rw, i);
 }
 
 /* The row's chunk partials, then its tree: rows[c][b][k]. The K + 1 trees go side by

@@ -18,17 +18,21 @@
  *      lanes a block apart read distinct banks. 16-bit blocks start where x's (dy's)
  *      4-byte words do, one element before the chunk when the row position is odd:
  *      each lane realigns its pairs with a funnel shift;
- *   2. g: each lane over its chunk, the window sliding through registers, into a
- *      region of f32 blocks (dy's own for f32), the chunk's K weight chains and bias
- *      sum on the way. Lanes 0..NP-1 first recompute g of the outputs before the tile
- *      (readers of its first inputs);
- *   3. dx: each lane over its chunk again, g of outputs m - NP .. m in registers:
- *      input x0 + m S + s (s < S) from the taps k with (s - k D) a multiple of S,
- *      k falling (outputs rising: the contract's chain), written as x's dtype over
- *      the lane's own inputs in x's region (x is dead);
+ *   2. one pass of each lane over its chunk, the window sliding through registers:
+ *      g of each output (the chunk's K weight chains and bias sum on the way) enters
+ *      a window of the last NP + 1 values of g in registers, which then holds every
+ *      reader of the S inputs from that output's first on: their dx, taps k falling
+ *      (outputs rising: the contract's chain), as x's dtype over the lane's own inputs
+ *      in x's region. Each lane first recomputes g of the NP outputs before its chunk
+ *      (from the previous lane's block of x and dy, or the staged front of the tile).
+ *      No lane writes what another still reads: the first span - S + 1 inputs of a
+ *      chunk (the previous lane's last outputs read them) and its last NP S (the next
+ *      lane's recompute reads them) wait in registers;
+ *   3. after a warp sync, those inputs' dx into x's region too;
  *   4. dx out, coalesced, for the inputs all of whose readers exist (the gather
  *      kernel takes the row ends: gpu_bwd_warp_edges);
- *   5. the tile's tree of the chunk partials, one lane per tap.
+ *   5. the tile's tree of the chunk partials, one lane per tap, over dy's region.
+ * No region of g: shared memory is x's and dy's regions only.
  *
  * Grid: x = tiles of all rows, strided.
  */
@@ -59,8 +63,8 @@ template <int EPW, int BE = DWCONV_GRAD_CHUNK> GPU_HD int gpu_bwd_warp_word(int 
     (((S_) > 1 || (D_) > 1) && (S_) <= GPU_BWD_WARP_MAX_S && ((K_) - 1) * (D_) <= GPU_BWD_WARP_MAX_SPAN)
 
 /* Words of the regions: staged x (blocks of 64 S elements, -15 .. S tile + span + 2:
- * a pair past what the lanes use), staged dy (-15 .. tile + 1), and for 16-bit dtypes
- * g (f32, -15 .. tile). */
+ * a pair past what the lanes use; dx over it), staged dy (-15 .. tile + 1; the tile's
+ * tree of partials over it). */
 template <int EPW, int BE> GPU_HD int gpu_bwd_warp_words(int last_element) {
     return (gpu_bwd_warp_word<EPW, BE>(last_element / EPW) + 4) / 4 * 4;
 }
@@ -70,10 +74,7 @@ template <int XT, int S> struct gpu_bwd_warp_smem {
         return gpu_bwd_warp_words<EPW, XBE>(S * GPU_BWD_WARP_OUTPUTS + GPU_BWD_WARP_MAX_SPAN + 2);
     }
     static __host__ __device__ int dy_words() { return gpu_bwd_warp_words<EPW, DWCONV_GRAD_CHUNK>(GPU_BWD_WARP_OUTPUTS + 1); }
-    static __host__ __device__ int g_words() {
-        return EPW == 1 ? 0 : gpu_bwd_warp_words<1, DWCONV_GRAD_CHUNK>(GPU_BWD_WARP_OUTPUTS);
-    }
-    static __host__ __device__ size_t bytes() { return (size_t)(x_words() + dy_words() + g_words()) * 4; }
+    static __host__ __device__ size_t bytes() { return (size_t)(x_words() + dy_words()) * 4; }
 };
 
 /* Units [u0, u1) of a staged region (unit 0's element 0 at row position unit0), one
@@ -170,28 +171,116 @@ template <int BE> struct gpu_bwd_warp_run<DWCONV_F32, BE> {
     }
 };
 
-/* One output of phase 2: z over the window xw (tap k at xw[k D]), g from dy into *g,
- * the chains p (p[K]: the bias's sum). */
+/* One output: z over the window xw (tap k at xw[k D]), its g from dy, the chains p
+ * (p[K]: the bias's sum). */
 template <int K, int D>
-static __device__ __forceinline__ void gpu_bwd_warp_output(const float *xw, const float *w, float bias,
-                                                           int activation, float dy, float *g, float *p) {
+static __device__ __forceinline__ float gpu_bwd_warp_output(const float *xw, const float *w, float bias,
+                                                            int activation, float dy, float *p) {
     float z = bias;
 #pragma unroll
     for (int k = 0; k < K; k++) z = DWCONV_FMAF(xw[k * D], w[k], z);
     const float gv = dwconv_activation_grad(activation, z, dy);
-    *g = gv;
 #pragma unroll
     for (int k = 0; k < K; k++) p[k] = DWCONV_FMAF(gv, xw[k * D], p[k]);
     p[K] = p[K] + gv;
+    return gv;
 }
 
-/* Phase 2 for a whole chunk, activation ACT: the window's pairs loaded as the outputs
- * reach them (outputs 2j and 2j + 1 read up to element (2j + 1) S + span, in pair
- * last(j) below: S pairs more each step). */
+/* dx of a lane's inputs as its pass completes them: input e0 + i (i < S * 64) into x's
+ * region over the lane's own x, except the first HEAD (the previous lane's last
+ * outputs still read them) and the last TAIL (the next lane's recompute of the
+ * outputs before its chunk reads them), which wait in registers until every lane has
+ * passed (flush). */
+template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
+    enum {
+        SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK,
+        HEAD = SPAN >= S ? SPAN - S + 1 : 0, TAIL = SPAN / S * S,
+        TAIL0 = XBE - TAIL /* the tail's first i */
+    };
+    uint32_t *xs;
+    int xpar, e0;
+    bool on; /* dx wanted */
+    float head[HEAD > 0 ? HEAD : 1], tail[TAIL > 0 ? TAIL : 1];
+
+    __device__ __forceinline__ gpu_bwd_warp_dx(uint32_t *xs_, int xpar_, int e0_, bool on_)
+        : xs(xs_), xpar(xpar_), e0(e0_), on(on_), head(), tail() {}
+    __device__ __forceinline__ void store(int i, float v) {
+        *gpu_bwd_warp_at<XT, XBE>(xs, xpar, e0 + i) = gpu_elem<XT>::narrow(v);
+    }
+    /* KEEP: i known at compile time (else i is past the head, and the tail's readers
+     * do not exist: the row's last chunk) */
+    template <bool KEEP> __device__ __forceinline__ void put(int i, float v) {
+        if (KEEP && i < HEAD) head[i] = v;
+        else if (KEEP && i >= TAIL0) tail[i - TAIL0] = v;
+        else store(i, v);
+    }
+    /* after a warp sync: the inputs kept, of the `count` the lane completed */
+    __device__ __forceinline__ void flush(int count) {
+#pragma unroll
+        for (int i = 0; i < HEAD; i++)
+            if (i < count) store(i, head[i]);
+        if (count < XBE) return;
+#pragma unroll
+        for (int i = 0; i < TAIL; i++) store(TAIL0 + i, tail[i]);
+    }
+};
+
+/* One output m of a lane's chunk: its g (the chains on the way) enters g's window gw
+ * (gw[NP + r]: g of output m + r, r in [-NP, 0]), which then holds every reader of
+ * the S inputs from m S on: their dx, taps k falling (outputs rising: the contract's
+ * chain). */
+template <int XT, int K, int S, int D, bool KEEP>
+static __device__ __forceinline__ void gpu_bwd_warp_step(const float *xw, float dy, int m, const float *w,
+                                                         float bias, int activation, float *gw, float *p,
+                                                         gpu_bwd_warp_dx<XT, K, S, D> &dx) {
+    const int NP = (K - 1) * D / S;
+    const float g = gpu_bwd_warp_output<K, D>(xw, w, bias, activation, dy, p);
+#pragma unroll
+    for (int i = 0; i < NP; i++) gw[i] = gw[i + 1];
+    gw[NP] = g;
+    if (!dx.on) return;
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int k = K - 1; k >= 0; k--)
+            if ((s - k * D) % S == 0) acc = DWCONV_FMAF(gw[NP + (s - k * D) / S], w[k], acc);
+        dx.template put<KEEP>(m * S + s, acc);
+    }
+}
+
+/* g of the NP outputs before a lane's chunk (c0 - NP .. c0 - 1 of the tile; 0 before
+ * the row), recomputed from the staged x and dy, into gw[1 .. NP] (its first step
+ * slides them down). */
+template <int XT, int K, int S, int D>
+static __device__ __forceinline__ void gpu_bwd_warp_before(const uint32_t *xs, int xpar, const uint32_t *ds,
+                                                           int dpar, int c0, int64_t t0, const float *w,
+                                                           float bias, int activation, float *gw) {
+    const int NP = (K - 1) * D / S;
+#pragma unroll
+    for (int d = -NP; d < 0; d++) {
+        float g = 0.0f;
+        if (t0 + c0 + d >= 0) {
+            float z = bias;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const float xv = gpu_bwd_warp_elem<XT, S * DWCONV_GRAD_CHUNK>(xs, xpar, (c0 + d) * S + k * D);
+                z = DWCONV_FMAF(xv, w[k], z);
+            }
+            g = dwconv_activation_grad(activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, c0 + d));
+        }
+        gw[NP + 1 + d] = g;
+    }
+}
+
+/* The pass over a whole chunk, activation ACT: the window's pairs loaded as the
+ * outputs reach them (outputs 2j and 2j + 1 read up to element (2j + 1) S + span, in
+ * pair last(j) below: S pairs more each step). */
 template <int XT, int K, int S, int D, int ACT>
 static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT, S * DWCONV_GRAD_CHUNK> xr,
                                                           gpu_bwd_warp_run<XT, DWCONV_GRAD_CHUNK> dr,
-                                                          float *gl, const float *w, float bias, float *p) {
+                                                          const float *w, float bias, float *gw, float *p,
+                                                          gpu_bwd_warp_dx<XT, K, S, D> &dx) {
 #define GPU_BWD_WARP_LAST_PAIR(j) (((2 * (j) + 1) * S + (K - 1) * D) / 2)
     float xe[2 * GPU_BWD_WARP_LAST_PAIR(DWCONV_GRAD_CHUNK / 2 - 1) + 2];
 #pragma unroll
@@ -208,10 +297,40 @@ static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT, S
         }
         float d0, d1;
         dr.pair(j, d0, d1);
-        gpu_bwd_warp_output<K, D>(xe + 2 * j * S, w, bias, ACT, d0, gl + 2 * j, p);
-        gpu_bwd_warp_output<K, D>(xe + (2 * j + 1) * S, w, bias, ACT, d1, gl + 2 * j + 1, p);
+        gpu_bwd_warp_step<XT, K, S, D, true>(xe + 2 * j * S, d0, 2 * j, w, bias, ACT, gw, p, dx);
+        gpu_bwd_warp_step<XT, K, S, D, true>(xe + (2 * j + 1) * S, d1, 2 * j + 1, w, bias, ACT, gw, p, dx);
     }
 #undef GPU_BWD_WARP_LAST_PAIR
+}
+
+/* One output m of a lane's chunk read from the staged regions one element at a time
+ * (the row's last chunk, shorter). */
+template <int XT, int K, int S, int D, bool KEEP>
+static __device__ __forceinline__ void gpu_bwd_warp_staged_step(const uint32_t *xs, int xpar, const uint32_t *ds,
+                                                                int dpar, int c0, int m, const float *w,
+                                                                float bias, int activation, float *gw, float *p,
+                                                                gpu_bwd_warp_dx<XT, K, S, D> &dx) {
+    float xw[(K - 1) * D + 1];
+#pragma unroll
+    for (int k = 0; k < K; k++) xw[k * D] = gpu_bwd_warp_elem<XT, S * DWCONV_GRAD_CHUNK>(xs, xpar, (c0 + m) * S + k * D);
+    const float dy = gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, c0 + m);
+    gpu_bwd_warp_step<XT, K, S, D, KEEP>(xw, dy, m, w, bias, activation, gw, p, dx);
+}
+
+/* The pass over the row's last chunk, n < 64 outputs: the outputs that complete head
+ * inputs unrolled (the head's index known: registers), the rest a loop. */
+template <int XT, int K, int S, int D>
+static __device__ __forceinline__ void gpu_bwd_warp_short(const uint32_t *xs, int xpar, const uint32_t *ds,
+                                                          int dpar, int c0, int n, const float *w, float bias,
+                                                          int activation, float *gw, float *p,
+                                                          gpu_bwd_warp_dx<XT, K, S, D> &dx) {
+    const int M_HEAD = (gpu_bwd_warp_dx<XT, K, S, D>::HEAD + S - 1) / S;
+#pragma unroll
+    for (int m = 0; m < M_HEAD; m++)
+        if (m < n) gpu_bwd_warp_staged_step<XT, K, S, D, true>(xs, xpar, ds, dpar, c0, m, w, bias, activation, gw, p, dx);
+#pragma unroll 1
+    for (int m = M_HEAD; m < n; m++)
+        gpu_bwd_warp_staged_step<XT, K, S, D, false>(xs, xpar, ds, dpar, c0, m, w, bias, activation, gw, p, dx);
 }
 
 /* Inputs [edge_lo, L - edge_hi) of a row are this kernel's (plan), the rest the gather
@@ -234,8 +353,7 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
     typedef gpu_bwd_warp_smem<XT, S> smem;
     const int lane = threadIdx.x, EPW = smem::EPW, XBE = smem::XBE, SPAN = (K - 1) * D;
     const int NP = SPAN / S; /* outputs before the tile whose g the tile's inputs need */
-    uint32_t *xs = (uint32_t *)gpu_shared_base(), *ds = xs + smem::x_words(); /* x, then dx */
-    float *gs = EPW == 1 ? (float *)ds : (float *)(ds + smem::dy_words()); /* g */
+    uint32_t *xs = (uint32_t *)gpu_shared_base(), *ds = xs + smem::x_words(); /* x (then dx), dy */
     const int64_t L = a.length, L_out = a.output_length, pad = a.pad_left;
     const int64_t tasks = a.batch * a.channels * a.tiles;
     for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
@@ -258,73 +376,40 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
         gpu_copy_wait();
         gpu_sync_warp();
 
-        /* 2. g of the NP outputs before the tile, then each lane's chunk */
-        if (lane < NP && t0 + lane - NP >= 0) {
-            const int d = lane - NP;
-            float z = row.bias;
-#pragma unroll
-            for (int k = 0; k < K; k++) {
-                const float xv = gpu_bwd_warp_elem<XT, XBE>(xs, xpar, d * S + k * D);
-                z = DWCONV_FMAF(xv, w[k], z);
-            }
-            gs[gpu_bwd_warp_word<1>(d)] =
-                dwconv_activation_grad(a.activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, d));
-        }
+        /* 2. each lane's pass over its chunk: g of the NP outputs before it first */
         const int c0 = lane * DWCONV_GRAD_CHUNK, n = n_out - c0; /* outputs of the lane's chunk */
-        float *gl = gs + gpu_bwd_warp_word<1>(c0);
         float p[K + 1] = {};
-        if (n >= DWCONV_GRAD_CHUNK) {
-            const gpu_bwd_warp_run<XT, XBE> xr(xs + gpu_bwd_warp_word<EPW, XBE>(c0 * S / EPW), xpar);
-            const gpu_bwd_warp_run<XT, DWCONV_GRAD_CHUNK> dr(ds + gpu_bwd_warp_word<EPW>(c0 / EPW), dpar);
-            if (a.activation == DWCONV_ACT_SILU) gpu_bwd_warp_chunk<XT, K, S, D, DWCONV_ACT_SILU>(xr, dr, gl, w, row.bias, p);
-            else if (a.activation == DWCONV_ACT_RELU) gpu_bwd_warp_chunk<XT, K, S, D, DWCONV_ACT_RELU>(xr, dr, gl, w, row.bias, p);
-            else gpu_bwd_warp_chunk<XT, K, S, D, DWCONV_ACT_NONE>(xr, dr, gl, w, row.bias, p);
-        } else {
-#pragma unroll 1
-            for (int m = 0; m < n; m++) { /* the row's last chunk, shorter */
-                float xw[SPAN + 1];
-#pragma unroll
-                for (int k = 0; k < K; k++) xw[k * D] = gpu_bwd_warp_elem<XT, XBE>(xs, xpar, (c0 + m) * S + k * D);
-                gpu_bwd_warp_output<K, D>(xw, w, row.bias, a.activation,
-                                          gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, c0 + m), gl + m, p);
+        gpu_bwd_warp_dx<XT, K, S, D> dx(xs, xpar, c0 * S, a.dx != NULL);
+        if (n > 0) {
+            float gw[NP + 1];
+            gpu_bwd_warp_before<XT, K, S, D>(xs, xpar, ds, dpar, c0, t0, w, row.bias, a.activation, gw);
+            if (n >= DWCONV_GRAD_CHUNK) {
+                const gpu_bwd_warp_run<XT, XBE> xr(xs + gpu_bwd_warp_word<EPW, XBE>(c0 * S / EPW), xpar);
+                const gpu_bwd_warp_run<XT, DWCONV_GRAD_CHUNK> dr(ds + gpu_bwd_warp_word<EPW>(c0 / EPW), dpar);
+                if (a.activation == DWCONV_ACT_SILU) gpu_bwd_warp_chunk<XT, K, S, D, DWCONV_ACT_SILU>(xr, dr, w, row.bias, gw, p, dx);
+                else if (a.activation == DWCONV_ACT_RELU) gpu_bwd_warp_chunk<XT, K, S, D, DWCONV_ACT_RELU>(xr, dr, w, row.bias, gw, p, dx);
+                else gpu_bwd_warp_chunk<XT, K, S, D, DWCONV_ACT_NONE>(xr, dr, w, row.bias, gw, p, dx);
+            } else {
+                gpu_bwd_warp_short<XT, K, S, D>(xs, xpar, ds, dpar, c0, n, w, row.bias, a.activation, gw, p, dx);
             }
         }
-        gpu_sync_warp(); /* every g is written, x and dy are read */
+        gpu_sync_warp(); /* every lane's reads of x and dy are done */
 
-        /* 3. dx over the lane's inputs in x's region, g of the NP outputs before the
-         * chunk (the previous lane's, or the tile's first) first */
         if (a.dx) {
-            if (n > 0) {
-                float gw[NP + 1]; /* gw[NP + r]: g of output m + r, r in [-NP, 0] */
-#pragma unroll
-                for (int j = 1; j <= NP; j++) gw[NP + 1 - j] = gl[-1 - j]; /* element -j: a spare word between */
-#pragma unroll 16
-                for (int m = 0; m < DWCONV_GRAD_CHUNK; m++) {
-#pragma unroll
-                    for (int i = 0; i < NP; i++) gw[i] = gw[i + 1];
-                    gw[NP] = gl[m];
-#pragma unroll
-                    for (int s = 0; s < S; s++) {
-                        float acc = 0.0f;
-#pragma unroll
-                        for (int k = K - 1; k >= 0; k--)
-                            if ((s - k * D) % S == 0) acc = DWCONV_FMAF(gw[NP + (s - k * D) / S], w[k], acc);
-                        *gpu_bwd_warp_at<XT, XBE>(xs, xpar, (c0 + m) * S + s) = gpu_elem<XT>::narrow(acc);
-                    }
-                }
-            }
+            /* 3. the inputs kept in registers */
+            if (n > 0) dx.flush((int)gpu_min64(n, DWCONV_GRAD_CHUNK) * S);
             gpu_sync_warp();
             /* 4. inputs x0 + d, d in [lo, hi) */
-            raw *dx = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
+            raw *dxo = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];
             const int lo = (int)gpu_min64(gpu_max64(0, a.edge_lo - x0), n_out * S); /* 64-bit until clamped */
             const int hi = (int)gpu_max64(gpu_min64(n_out * S, L - a.edge_hi - x0), lo);
-            for (int d = lo + lane; d < hi; d += GPU_WARP) dx[x0 + d] = *gpu_bwd_warp_at<XT, XBE>(xs, xpar, d);
+            for (int d = lo + lane; d < hi; d += GPU_WARP) dxo[x0 + d] = *gpu_bwd_warp_at<XT, XBE>(xs, xpar, d);
         }
 
-        /* 5. the tile's tree: lane k of tap k over the chunk partials (g is dead) */
+        /* 5. the tile's tree: lane k of tap k over the chunk partials (dy is dead) */
         if (a.sums) {
             const int chunks = (n_out + DWCONV_GRAD_CHUNK - 1) / DWCONV_GRAD_CHUNK;
-            float *ps = gs; /* ps[k * (GPU_WARP + 1) + chunk] */
+            float *ps = (float *)ds; /* ps[k * (GPU_WARP + 1) + chunk] */
             if (n > 0) {
 #pragma unroll
                 for (int k = 0; k <= K; k++) ps[k * (GPU_WARP + 1) + lane] = p[k];

@@ -192,20 +192,25 @@ static __device__ __forceinline__ float gpu_bwd_warp_output(const float *xw, con
  * outputs before its chunk reads them), which wait in registers until every lane has
  * passed (flush). */
 template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
+    typedef typename gpu_elem<XT>::raw raw;
     enum {
-        SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK,
+        SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK, EPW = 4 / (int)sizeof(raw),
         HEAD = SPAN >= S ? SPAN - S + 1 : 0, TAIL = SPAN / S * S,
         TAIL0 = XBE - TAIL /* the tail's first i */
     };
-    uint32_t *xs;
-    int xpar, e0;
+    raw *at; /* input e0: its block's start, past the parity */
+    int xpar;
     bool on; /* dx wanted */
     float head[HEAD > 0 ? HEAD : 1], tail[TAIL > 0 ? TAIL : 1];
 
-    __device__ __forceinline__ gpu_bwd_warp_dx(uint32_t *xs_, int xpar_, int e0_, bool on_)
-        : xs(xs_), xpar(xpar_), e0(e0_), on(on_), head(), tail() {}
+    /* e0: a block's first element. Stores address from it: through gpu_bwd_warp_at
+     * each store's address came from its element index anew, and ptxas held those
+     * addresses live across the pass. */
+    __device__ __forceinline__ gpu_bwd_warp_dx(uint32_t *xs, int xpar_, int e0, bool on_)
+        : at((raw *)(xs + gpu_bwd_warp_word<EPW, XBE>(e0 / EPW)) + xpar_), xpar(xpar_), on(on_), head(), tail() {}
+    /* input e0 + i: the next block's past the spare word (16-bit, odd parity, the last) */
     __device__ __forceinline__ void store(int i, float v) {
-        *gpu_bwd_warp_at<XT, XBE>(xs, xpar, e0 + i) = gpu_elem<XT>::narrow(v);
+        at[i + (i + xpar >= XBE ? EPW : 0)] = gpu_elem<XT>::narrow(v);
     }
     /* KEEP: i known at compile time (else i is past the head, and the tail's readers
      * do not exist: the row's last chunk) */

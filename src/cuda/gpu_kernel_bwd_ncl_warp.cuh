@@ -24,10 +24,10 @@
  *      reader of the S inputs from that output's first on: their dx, taps k falling
  *      (outputs rising: the contract's chain), as x's dtype over the lane's own inputs
  *      in x's region. Each lane first recomputes g of the NP outputs before its chunk
- *      (from the previous lane's block of x and dy, or the staged front of the tile).
- *      No lane writes what another still reads: the first span - S + 1 inputs of a
- *      chunk (the previous lane's last outputs read them) and its last NP S (the next
- *      lane's recompute reads them) wait in registers;
+ *      (from the previous lane's block of x and dy, or the staged front of the tile),
+ *      and the warp syncs before any dx is written. No lane writes what another still
+ *      reads: the first span - S + 1 inputs of a chunk (the previous lane's last
+ *      outputs read them) wait in registers;
  *   3. after a warp sync, those inputs' dx into x's region too;
  *   4. dx out, coalesced, for the inputs all of whose readers exist (the gather
  *      kernel takes the row ends: gpu_bwd_warp_edges);
@@ -188,35 +188,31 @@ static __device__ __forceinline__ float gpu_bwd_warp_output(const float *xw, con
 
 /* dx of a lane's inputs as its pass completes them: input e0 + i (i < S * 64) into x's
  * region over the lane's own x, except the first HEAD (the previous lane's last
- * outputs still read them) and the last TAIL (the next lane's recompute of the
- * outputs before its chunk reads them), which wait in registers until every lane has
- * passed (flush). */
+ * outputs still read them), which wait in registers until every lane has passed
+ * (flush). */
 template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
     typedef typename gpu_elem<XT>::raw raw;
     enum {
         SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK, EPW = 4 / (int)sizeof(raw),
-        HEAD = SPAN >= S ? SPAN - S + 1 : 0, TAIL = SPAN / S * S,
-        TAIL0 = XBE - TAIL /* the tail's first i */
+        HEAD = SPAN >= S ? SPAN - S + 1 : 0
     };
     raw *at; /* input e0: its block's start, past the parity */
     int xpar;
     bool on; /* dx wanted */
-    float head[HEAD > 0 ? HEAD : 1], tail[TAIL > 0 ? TAIL : 1];
+    float head[HEAD > 0 ? HEAD : 1];
 
     /* e0: a block's first element. Stores address from it: through gpu_bwd_warp_at
      * each store's address came from its element index anew, and ptxas held those
      * addresses live across the pass. */
     __device__ __forceinline__ gpu_bwd_warp_dx(uint32_t *xs, int xpar_, int e0, bool on_)
-        : at((raw *)(xs + gpu_bwd_warp_word<EPW, XBE>(e0 / EPW)) + xpar_), xpar(xpar_), on(on_), head(), tail() {}
+        : at((raw *)(xs + gpu_bwd_warp_word<EPW, XBE>(e0 / EPW)) + xpar_), xpar(xpar_), on(on_), head() {}
     /* input e0 + i: the next block's past the spare word (16-bit, odd parity, the last) */
     __device__ __forceinline__ void store(int i, float v) {
         at[i + (i + xpar >= XBE ? EPW : 0)] = gpu_elem<XT>::narrow(v);
     }
-    /* KEEP: i known at compile time (else i is past the head, and the tail's readers
-     * do not exist: the row's last chunk) */
+    /* KEEP: i known at compile time (else i is past the head) */
     template <bool KEEP> __device__ __forceinline__ void put(int i, float v) {
         if (KEEP && i < HEAD) head[i] = v;
-        else if (KEEP && i >= TAIL0) tail[i - TAIL0] = v;
         else store(i, v);
     }
     /* after a warp sync: the inputs kept, of the `count` the lane completed */
@@ -224,9 +220,6 @@ template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
 #pragma unroll
         for (int i = 0; i < HEAD; i++)
             if (i < count) store(i, head[i]);
-        if (count < XBE) return;
-#pragma unroll
-        for (int i = 0; i < TAIL; i++) store(TAIL0 + i, tail[i]);
     }
 };
 
@@ -385,9 +378,10 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
         const int c0 = lane * DWCONV_GRAD_CHUNK, n = n_out - c0; /* outputs of the lane's chunk */
         float p[K + 1] = {};
         gpu_bwd_warp_dx<XT, K, S, D> dx(xs, xpar, c0 * S, a.dx != NULL);
+        float gw[NP + 1];
+        if (n > 0) gpu_bwd_warp_before<XT, K, S, D>(xs, xpar, ds, dpar, c0, t0, w, row.bias, a.activation, gw);
+        gpu_sync_warp(); /* the recomputes' reads of the previous lane's x are done */
         if (n > 0) {
-            float gw[NP + 1];
-            gpu_bwd_warp_before<XT, K, S, D>(xs, xpar, ds, dpar, c0, t0, w, row.bias, a.activation, gw);
             if (n >= DWCONV_GRAD_CHUNK) {
                 const gpu_bwd_warp_run<XT, XBE> xr(xs + gpu_bwd_warp_word<EPW, XBE>(c0 * S / EPW), xpar);
                 const gpu_bwd_warp_run<XT, DWCONV_GRAD_CHUNK> dr(ds + gpu_bwd_warp_word<EPW>(c0 / EPW), dpar);

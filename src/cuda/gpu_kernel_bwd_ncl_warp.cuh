@@ -273,16 +273,17 @@ static __device__ __forceinline__ void gpu_bwd_warp_before(const uint32_t *xs, i
 
 /* The pass over a whole chunk, activation ACT: the window's pairs loaded as the
  * outputs reach them (outputs 2j and 2j + 1 read up to element (2j + 1) S + span, in
- * pair last(j) below: S pairs more each step). */
-template <int XT, int K, int S, int D, int ACT>
-static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT, S * DWCONV_GRAD_CHUNK> xr,
-                                                          gpu_bwd_warp_run<XT, DWCONV_GRAD_CHUNK> dr,
+ * pair last(j) below: S pairs more each step). Pairs [J0, J1) here: the chunk in two
+ * loops, as hip-clang unrolls a loop fully only below a size, which one loop over
+ * all the pairs outgrew with dx in the pass (the window then in scratch). */
+#define GPU_BWD_WARP_LAST_PAIR(j) (((2 * (j) + 1) * S + (K - 1) * D) / 2)
+template <int XT, int K, int S, int D, int ACT, int J0, int J1>
+static __device__ __forceinline__ void gpu_bwd_warp_pairs(gpu_bwd_warp_run<XT, S * DWCONV_GRAD_CHUNK> &xr,
+                                                          gpu_bwd_warp_run<XT, DWCONV_GRAD_CHUNK> &dr, float *xe,
                                                           const float *w, float bias, float *gw, float *p,
                                                           gpu_bwd_warp_dx<XT, K, S, D> &dx) {
-#define GPU_BWD_WARP_LAST_PAIR(j) (((2 * (j) + 1) * S + (K - 1) * D) / 2)
-    float xe[2 * GPU_BWD_WARP_LAST_PAIR(DWCONV_GRAD_CHUNK / 2 - 1) + 2];
 #pragma unroll
-    for (int j = 0; j < DWCONV_GRAD_CHUNK / 2; j++) {
+    for (int j = J0; j < J1; j++) {
         if (j == 0) {
 #pragma unroll
             for (int q = 0; q <= GPU_BWD_WARP_LAST_PAIR(0); q++) xr.pair(q, xe[2 * q], xe[2 * q + 1]);
@@ -298,8 +299,18 @@ static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT, S
         gpu_bwd_warp_step<XT, K, S, D, true>(xe + 2 * j * S, d0, 2 * j, w, bias, ACT, gw, p, dx);
         gpu_bwd_warp_step<XT, K, S, D, true>(xe + (2 * j + 1) * S, d1, 2 * j + 1, w, bias, ACT, gw, p, dx);
     }
-#undef GPU_BWD_WARP_LAST_PAIR
 }
+template <int XT, int K, int S, int D, int ACT>
+static __device__ __forceinline__ void gpu_bwd_warp_chunk(gpu_bwd_warp_run<XT, S * DWCONV_GRAD_CHUNK> xr,
+                                                          gpu_bwd_warp_run<XT, DWCONV_GRAD_CHUNK> dr,
+                                                          const float *w, float bias, float *gw, float *p,
+                                                          gpu_bwd_warp_dx<XT, K, S, D> &dx) {
+    const int PAIRS = DWCONV_GRAD_CHUNK / 2;
+    float xe[2 * GPU_BWD_WARP_LAST_PAIR(PAIRS - 1) + 2];
+    gpu_bwd_warp_pairs<XT, K, S, D, ACT, 0, PAIRS / 2>(xr, dr, xe, w, bias, gw, p, dx);
+    gpu_bwd_warp_pairs<XT, K, S, D, ACT, PAIRS / 2, PAIRS>(xr, dr, xe, w, bias, gw, p, dx);
+}
+#undef GPU_BWD_WARP_LAST_PAIR
 
 /* One output m of a lane's chunk read from the staged regions one element at a time
  * (the row's last chunk, shorter). */

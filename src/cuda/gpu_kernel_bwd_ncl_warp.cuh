@@ -194,7 +194,12 @@ template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
     typedef typename gpu_elem<XT>::raw raw;
     enum {
         SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK, EPW = 4 / (int)sizeof(raw),
-        HEAD = SPAN >= S ? SPAN - S + 1 : 0
+        /* the previous lane's window reaches input SPAN - S of this chunk, and its pair
+         * reads go one element further (f32: a pair's second element) or three (16-bit:
+         * the next word is loaded before its pair is shifted out): all kept, so that no
+         * word another lane still reads is written before the sync */
+        HEAD_READ = SPAN - S + 1 + (EPW == 1 ? 1 : 3),
+        HEAD = HEAD_READ > 0 ? HEAD_READ : 0
     };
     raw *at; /* input e0: its block's start, past the parity */
     int xpar;

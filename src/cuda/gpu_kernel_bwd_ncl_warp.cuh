@@ -19,8 +19,9 @@
  *      4-byte words do, one element before the chunk when the row position is odd:
  *      each lane realigns its pairs with a funnel shift;
  *   2. one pass of each lane over its chunk, the window sliding through registers:
- *      g of each output (the chunk's K weight chains and bias sum on the way) enters
- *      a window of the last NP + 1 values of g in registers, which then holds every
+ *      g of each output (the chunk's K weight chains and bias sum on the way); f32
+ *      keeps it over its own dy (3 below); 16-bit dtypes take dx in the pass: g
+ *      enters a window of the last NP + 1 values of g in registers, which then holds every
  *      reader of the S inputs from that output's first on: their dx, taps k falling
  *      (outputs rising: the contract's chain), as x's dtype over the lane's own inputs
  *      in x's region. Each lane first recomputes g of the NP outputs before its chunk
@@ -28,11 +29,12 @@
  *      and the warp syncs before any dx is written. No lane writes what another still
  *      reads: the first span - S + 1 inputs of a chunk (the previous lane's last
  *      outputs read them) wait in registers;
- *   3. after a warp sync, those inputs' dx into x's region too;
+ *   3. after a warp sync, those inputs' dx into x's region too; f32: each lane's dx
+ *      in a pass of its own over its chunk's g, in the same order;
  *   4. dx out, coalesced, for the inputs all of whose readers exist (the gather
  *      kernel takes the row ends: gpu_bwd_warp_edges);
  *   5. the tile's tree of the chunk partials, one lane per tap, over dy's region.
- * No region of g: shared memory is x's and dy's regions only.
+ * No region of g: shared memory is x's and dy's regions only (f32's g over dy).
  *
  * Grid: x = tiles of all rows, strided.
  */
@@ -186,31 +188,35 @@ static __device__ __forceinline__ float gpu_bwd_warp_output(const float *xw, con
     return gv;
 }
 
-/* dx of a lane's inputs as its pass completes them: input e0 + i (i < S * 64) into x's
- * region over the lane's own x, except the first HEAD (the previous lane's last
- * outputs still read them), which wait in registers until every lane has passed
- * (flush). */
+/* 16-bit dtypes (FUSED): dx of a lane's inputs as its pass completes them: input
+ * e0 + i (i < S * 64) into x's region over the lane's own x, except the first HEAD (the
+ * previous lane's last outputs still read them), which wait in registers until every
+ * lane has passed (flush). f32: the pass keeps each g over its own dy (gl) and dx
+ * takes a pass of its own (gpu_bwd_warp_dx_pass): in the pass, f32's twice larger
+ * window and dx's registers cost f32 more than its second pass (bench/RESULTS-gpu.md,
+ * run L), while 16-bit dtypes gain (their g would need a region of its own). */
 template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
     typedef typename gpu_elem<XT>::raw raw;
     enum {
-        SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK, EPW = 4 / (int)sizeof(raw),
+        SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK, EPW = 4 / (int)sizeof(raw), FUSED = EPW > 1,
         /* the previous lane's window reaches input SPAN - S of this chunk, and its pair
          * reads go one element further (f32: a pair's second element) or three (16-bit:
          * the next word is loaded before its pair is shifted out): all kept, so that no
          * word another lane still reads is written before the sync */
         HEAD_READ = SPAN - S + 1 + (EPW == 1 ? 1 : 3),
-        HEAD = HEAD_READ > 0 ? HEAD_READ : 0
+        HEAD = FUSED && HEAD_READ > 0 ? HEAD_READ : 0
     };
     raw *at; /* input e0: its block's start, past the parity */
     int xpar;
     bool on; /* dx wanted */
+    float *gl; /* f32: g of the chunk's outputs, over their dy */
     float head[HEAD > 0 ? HEAD : 1];
 
     /* e0: a block's first element. Stores address from it: through gpu_bwd_warp_at
      * each store's address came from its element index anew, and ptxas held those
      * addresses live across the pass. */
-    __device__ __forceinline__ gpu_bwd_warp_dx(uint32_t *xs, int xpar_, int e0, bool on_)
-        : at((raw *)(xs + gpu_bwd_warp_word<EPW, XBE>(e0 / EPW)) + xpar_), xpar(xpar_), on(on_), head() {}
+    __device__ __forceinline__ gpu_bwd_warp_dx(uint32_t *xs, int xpar_, int e0, bool on_, float *gl_)
+        : at((raw *)(xs + gpu_bwd_warp_word<EPW, XBE>(e0 / EPW)) + xpar_), xpar(xpar_), on(on_), gl(gl_), head() {}
     /* input e0 + i: the next block's past the spare word (16-bit, odd parity, the last) */
     __device__ __forceinline__ void store(int i, float v) {
         at[i + (i + xpar >= XBE ? EPW : 0)] = gpu_elem<XT>::narrow(v);
@@ -238,6 +244,10 @@ static __device__ __forceinline__ void gpu_bwd_warp_step(const float *xw, float 
                                                          gpu_bwd_warp_dx<XT, K, S, D> &dx) {
     const int NP = (K - 1) * D / S;
     const float g = gpu_bwd_warp_output<K, D>(xw, w, bias, activation, dy, p);
+    if (!dx.FUSED) {
+        dx.gl[m] = g; /* dy[m] is read */
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < NP; i++) gw[i] = gw[i + 1];
     gw[NP] = g;
@@ -249,6 +259,29 @@ static __device__ __forceinline__ void gpu_bwd_warp_step(const float *xw, float 
         for (int k = K - 1; k >= 0; k--)
             if ((s - k * D) % S == 0) acc = DWCONV_FMAF(gw[NP + (s - k * D) / S], w[k], acc);
         dx.template put<KEEP>(m * S + s, acc);
+    }
+}
+
+/* f32's dx pass over a lane's chunk (its inputs, in x's region), g of the NP outputs
+ * before it in gw[1 .. NP], the chunk's own from gl: input m S + s from the taps k with
+ * (s - k D) a multiple of S, k falling (outputs rising: the contract's chain). */
+template <int XT, int K, int S, int D>
+static __device__ __forceinline__ void gpu_bwd_warp_dx_pass(gpu_bwd_warp_dx<XT, K, S, D> &dx, const float *w,
+                                                            float *gw) {
+    const int NP = (K - 1) * D / S;
+#pragma unroll 16
+    for (int m = 0; m < DWCONV_GRAD_CHUNK; m++) {
+#pragma unroll
+        for (int i = 0; i < NP; i++) gw[i] = gw[i + 1];
+        gw[NP] = dx.gl[m];
+#pragma unroll
+        for (int s = 0; s < S; s++) {
+            float acc = 0.0f;
+#pragma unroll
+            for (int k = K - 1; k >= 0; k--)
+                if ((s - k * D) % S == 0) acc = DWCONV_FMAF(gw[NP + (s - k * D) / S], w[k], acc);
+            dx.store(m * S + s, acc);
+        }
     }
 }
 
@@ -393,7 +426,7 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
         /* 2. each lane's pass over its chunk: g of the NP outputs before it first */
         const int c0 = lane * DWCONV_GRAD_CHUNK, n = n_out - c0; /* outputs of the lane's chunk */
         float p[K + 1] = {};
-        gpu_bwd_warp_dx<XT, K, S, D> dx(xs, xpar, c0 * S, a.dx != NULL);
+        gpu_bwd_warp_dx<XT, K, S, D> dx(xs, xpar, c0 * S, a.dx != NULL, EPW == 1 ? (float *)ds + gpu_bwd_warp_word<1>(c0) : NULL);
         float gw[NP + 1];
         if (n > 0) gpu_bwd_warp_before<XT, K, S, D>(xs, xpar, ds, dpar, c0, t0, w, row.bias, a.activation, gw);
         gpu_sync_warp(); /* the recomputes' reads of the previous lane's x are done */
@@ -411,8 +444,11 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
         gpu_sync_warp(); /* every lane's reads of x and dy are done */
 
         if (a.dx) {
-            /* 3. the inputs kept in registers */
-            if (n > 0) dx.flush((int)gpu_min64(n, DWCONV_GRAD_CHUNK) * S);
+            /* 3. the inputs kept in registers (16-bit), or f32's dx pass */
+            if (n > 0) {
+                if (dx.FUSED) dx.flush((int)gpu_min64(n, DWCONV_GRAD_CHUNK) * S);
+                else gpu_bwd_warp_dx_pass<XT, K, S, D>(dx, w, gw);
+            }
             gpu_sync_warp();
             /* 4. inputs x0 + d, d in [lo, hi) */
             raw *dxo = (raw *)a.dx + b * a.dx_stride[0] + c * a.dx_stride[1];

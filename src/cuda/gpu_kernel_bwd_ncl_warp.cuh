@@ -262,13 +262,16 @@ static __device__ __forceinline__ void gpu_bwd_warp_step(const float *xw, float 
     }
 }
 
-/* f32's dx pass over a lane's chunk (its inputs, in x's region), g of the NP outputs
- * before it in gw[1 .. NP], the chunk's own from gl: input m S + s from the taps k with
- * (s - k D) a multiple of S, k falling (outputs rising: the contract's chain). */
+/* f32's dx pass over a lane's chunk (its inputs, in x's region), g of its outputs and
+ * of the NP before it from gl (the previous lane's, or the tile's front): input m S + s
+ * from the taps k with (s - k D) a multiple of S, k falling (outputs rising: the
+ * contract's chain). */
 template <int XT, int K, int S, int D>
-static __device__ __forceinline__ void gpu_bwd_warp_dx_pass(gpu_bwd_warp_dx<XT, K, S, D> &dx, const float *w,
-                                                            float *gw) {
+static __device__ __forceinline__ void gpu_bwd_warp_dx_pass(gpu_bwd_warp_dx<XT, K, S, D> &dx, const float *w) {
     const int NP = (K - 1) * D / S;
+    float gw[NP + 1]; /* gw[NP + r]: g of output m + r, r in [-NP, 0] */
+#pragma unroll
+    for (int j = 1; j <= NP; j++) gw[NP + 1 - j] = dx.gl[-1 - j]; /* element -j: a spare word between */
 #pragma unroll 16
     for (int m = 0; m < DWCONV_GRAD_CHUNK; m++) {
 #pragma unroll
@@ -428,8 +431,20 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
         float p[K + 1] = {};
         gpu_bwd_warp_dx<XT, K, S, D> dx(xs, xpar, c0 * S, a.dx != NULL, EPW == 1 ? (float *)ds + gpu_bwd_warp_word<1>(c0) : NULL);
         float gw[NP + 1];
-        if (n > 0) gpu_bwd_warp_before<XT, K, S, D>(xs, xpar, ds, dpar, c0, t0, w, row.bias, a.activation, gw);
-        gpu_sync_warp(); /* the recomputes' reads of the previous lane's x are done */
+        if (dx.FUSED) {
+            if (n > 0) gpu_bwd_warp_before<XT, K, S, D>(xs, xpar, ds, dpar, c0, t0, w, row.bias, a.activation, gw);
+            gpu_sync_warp(); /* the recomputes' reads of the previous lane's x are done */
+        } else if (lane < NP && t0 + lane - NP >= 0) { /* f32: g of the NP outputs before the tile, over their dy */
+            const int d = lane - NP;
+            float z = row.bias;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const float xv = gpu_bwd_warp_elem<XT, XBE>(xs, xpar, d * S + k * D);
+                z = DWCONV_FMAF(xv, w[k], z);
+            }
+            ((float *)ds)[gpu_bwd_warp_word<1>(d)] =
+                dwconv_activation_grad(a.activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, d));
+        }
         if (n > 0) {
             if (n >= DWCONV_GRAD_CHUNK) {
                 const gpu_bwd_warp_run<XT, XBE> xr(xs + gpu_bwd_warp_word<EPW, XBE>(c0 * S / EPW), xpar);
@@ -447,7 +462,7 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
             /* 3. the inputs kept in registers (16-bit), or f32's dx pass */
             if (n > 0) {
                 if (dx.FUSED) dx.flush((int)gpu_min64(n, DWCONV_GRAD_CHUNK) * S);
-                else gpu_bwd_warp_dx_pass<XT, K, S, D>(dx, w, gw);
+                else gpu_bwd_warp_dx_pass<XT, K, S, D>(dx, w);
             }
             gpu_sync_warp();
             /* 4. inputs x0 + d, d in [lo, hi) */

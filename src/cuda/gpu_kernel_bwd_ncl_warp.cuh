@@ -234,32 +234,37 @@ template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
     }
 };
 
-/* One output m of a lane's chunk: its g (the chains on the way) enters g's window gw
- * (gw[NP + r]: g of output m + r, r in [-NP, 0]), which then holds every reader of
- * the S inputs from m S on: their dx, taps k falling (outputs rising: the contract's
- * chain). */
-template <int XT, int K, int S, int D, bool KEEP>
-static __device__ __forceinline__ void gpu_bwd_warp_step(const float *xw, float dy, int m, const float *w,
-                                                         float bias, int activation, float *gw, float *p,
-                                                         gpu_bwd_warp_dx<XT, K, S, D> &dx) {
+/* g of output m enters g's window gw (gw[NP + r]: g of output m + r, r in [-NP, 0]),
+ * which then holds every reader of the S inputs from m S on: their dx, taps k falling
+ * (outputs rising: the contract's chain), to put(s, dx of input m S + s). */
+template <int K, int S, int D, class F>
+static __device__ __forceinline__ void gpu_bwd_warp_dx_of(float *gw, float g, const float *w, F put) {
     const int NP = (K - 1) * D / S;
-    const float g = gpu_bwd_warp_output<K, D>(xw, w, bias, activation, dy, p);
-    if (!dx.FUSED) {
-        dx.gl[m] = g; /* dy[m] is read */
-        return;
-    }
 #pragma unroll
     for (int i = 0; i < NP; i++) gw[i] = gw[i + 1];
     gw[NP] = g;
-    if (!dx.on) return;
 #pragma unroll
     for (int s = 0; s < S; s++) {
         float acc = 0.0f;
 #pragma unroll
         for (int k = K - 1; k >= 0; k--)
             if ((s - k * D) % S == 0) acc = DWCONV_FMAF(gw[NP + (s - k * D) / S], w[k], acc);
-        dx.template put<KEEP>(m * S + s, acc);
+        put(s, acc);
     }
+}
+
+/* One output m of a lane's chunk: its g (the chains on the way); 16-bit: the dx it
+ * completes (gpu_bwd_warp_dx_of), f32: g kept over its dy for the dx pass. */
+template <int XT, int K, int S, int D, bool KEEP>
+static __device__ __forceinline__ void gpu_bwd_warp_step(const float *xw, float dy, int m, const float *w,
+                                                         float bias, int activation, float *gw, float *p,
+                                                         gpu_bwd_warp_dx<XT, K, S, D> &dx) {
+    const float g = gpu_bwd_warp_output<K, D>(xw, w, bias, activation, dy, p);
+    if (!dx.FUSED) {
+        dx.gl[m] = g; /* dy[m] is read */
+        return;
+    }
+    if (dx.on) gpu_bwd_warp_dx_of<K, S, D>(gw, g, w, [&](int s, float v) { dx.template put<KEEP>(m * S + s, v); });
 }
 
 /* f32's dx pass over a lane's chunk (its inputs, in x's region), g of its outputs and
@@ -273,19 +278,8 @@ static __device__ __forceinline__ void gpu_bwd_warp_dx_pass(gpu_bwd_warp_dx<XT, 
 #pragma unroll
     for (int j = 1; j <= NP; j++) gw[NP + 1 - j] = dx.gl[-1 - j]; /* element -j: a spare word between */
 #pragma unroll 16
-    for (int m = 0; m < DWCONV_GRAD_CHUNK; m++) {
-#pragma unroll
-        for (int i = 0; i < NP; i++) gw[i] = gw[i + 1];
-        gw[NP] = dx.gl[m];
-#pragma unroll
-        for (int s = 0; s < S; s++) {
-            float acc = 0.0f;
-#pragma unroll
-            for (int k = K - 1; k >= 0; k--)
-                if ((s - k * D) % S == 0) acc = DWCONV_FMAF(gw[NP + (s - k * D) / S], w[k], acc);
-            dx.store(m * S + s, acc);
-        }
-    }
+    for (int m = 0; m < DWCONV_GRAD_CHUNK; m++)
+        gpu_bwd_warp_dx_of<K, S, D>(gw, dx.gl[m], w, [&](int s, float v) { dx.store(m * S + s, v); });
 }
 
 /* g of the NP outputs before a lane's chunk (c0 - NP .. c0 - 1 of the tile; 0 before

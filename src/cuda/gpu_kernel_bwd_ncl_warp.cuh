@@ -200,10 +200,10 @@ template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
     enum {
         SPAN = (K - 1) * D, XBE = S * DWCONV_GRAD_CHUNK, EPW = 4 / (int)sizeof(raw), FUSED = EPW > 1,
         /* the previous lane's window reaches input SPAN - S of this chunk, and its pair
-         * reads go one element further (f32: a pair's second element) or three (16-bit:
-         * the next word is loaded before its pair is shifted out): all kept, so that no
-         * word another lane still reads is written before the sync */
-        HEAD_READ = SPAN - S + 1 + (EPW == 1 ? 1 : 3),
+         * reads go three elements further (the next word is loaded before its pair is
+         * shifted out): all kept, so that no word another lane still reads is written
+         * before the sync */
+        HEAD_READ = SPAN - S + 1 + 3,
         HEAD = FUSED && HEAD_READ > 0 ? HEAD_READ : 0
     };
     raw *at; /* input e0: its block's start, past the parity */
@@ -282,6 +282,21 @@ static __device__ __forceinline__ void gpu_bwd_warp_dx_pass(gpu_bwd_warp_dx<XT, 
         gpu_bwd_warp_dx_of<K, S, D>(gw, dx.gl[m], w, [&](int s, float v) { dx.store(m * S + s, v); });
 }
 
+/* g of the tile's output e (from -15 on) from the staged x and dy, read one element
+ * at a time. */
+template <int XT, int K, int S, int D>
+static __device__ __forceinline__ float gpu_bwd_warp_staged_g(const uint32_t *xs, int xpar, const uint32_t *ds,
+                                                              int dpar, int e, const float *w, float bias,
+                                                              int activation) {
+    float z = bias;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const float xv = gpu_bwd_warp_elem<XT, S * DWCONV_GRAD_CHUNK>(xs, xpar, e * S + k * D);
+        z = DWCONV_FMAF(xv, w[k], z);
+    }
+    return dwconv_activation_grad(activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, e));
+}
+
 /* g of the NP outputs before a lane's chunk (c0 - NP .. c0 - 1 of the tile; 0 before
  * the row), recomputed from the staged x and dy, into gw[1 .. NP] (its first step
  * slides them down). */
@@ -291,19 +306,10 @@ static __device__ __forceinline__ void gpu_bwd_warp_before(const uint32_t *xs, i
                                                            float bias, int activation, float *gw) {
     const int NP = (K - 1) * D / S;
 #pragma unroll
-    for (int d = -NP; d < 0; d++) {
-        float g = 0.0f;
-        if (t0 + c0 + d >= 0) {
-            float z = bias;
-#pragma unroll
-            for (int k = 0; k < K; k++) {
-                const float xv = gpu_bwd_warp_elem<XT, S * DWCONV_GRAD_CHUNK>(xs, xpar, (c0 + d) * S + k * D);
-                z = DWCONV_FMAF(xv, w[k], z);
-            }
-            g = dwconv_activation_grad(activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, c0 + d));
-        }
-        gw[NP + 1 + d] = g;
-    }
+    for (int d = -NP; d < 0; d++)
+        gw[NP + 1 + d] = t0 + c0 + d >= 0
+                             ? gpu_bwd_warp_staged_g<XT, K, S, D>(xs, xpar, ds, dpar, c0 + d, w, bias, activation)
+                             : 0.0f;
 }
 
 /* The pass over a whole chunk, activation ACT: the window's pairs loaded as the
@@ -429,15 +435,8 @@ __global__ __launch_bounds__(GPU_WARP) void dwconv_bwd_ncl_warp_kernel(gpu_bwd_a
             if (n > 0) gpu_bwd_warp_before<XT, K, S, D>(xs, xpar, ds, dpar, c0, t0, w, row.bias, a.activation, gw);
             gpu_sync_warp(); /* the recomputes' reads of the previous lane's x are done */
         } else if (lane < NP && t0 + lane - NP >= 0) { /* f32: g of the NP outputs before the tile, over their dy */
-            const int d = lane - NP;
-            float z = row.bias;
-#pragma unroll
-            for (int k = 0; k < K; k++) {
-                const float xv = gpu_bwd_warp_elem<XT, XBE>(xs, xpar, d * S + k * D);
-                z = DWCONV_FMAF(xv, w[k], z);
-            }
-            ((float *)ds)[gpu_bwd_warp_word<1>(d)] =
-                dwconv_activation_grad(a.activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, d));
+            ((float *)ds)[gpu_bwd_warp_word<1>(lane - NP)] =
+                gpu_bwd_warp_staged_g<XT, K, S, D>(xs, xpar, ds, dpar, lane - NP, w, row.bias, a.activation);
         }
         if (n > 0) {
             if (n >= DWCONV_GRAD_CHUNK) {

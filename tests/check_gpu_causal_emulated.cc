@@ -243,8 +243,12 @@ int check_update(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     const int64_t B = wide   ? test_rng_range(rng, GPU_UPDATE_BLOCK_CHECK + 1, 200)
                       : full ? test_rng_range(rng, 40, GPU_UPDATE_BLOCK_CHECK)
                              : test_rng_range(rng, 1, 6);
-    const int64_t T = test_rng_range(rng, 1, i % 4 == 0 ? 9 : 2); /* up to 9: tokens past a state's wrap */
+    /* the window's quads: channel-first rows of 4 or 8 tokens on vector boundaries */
+    const bool quads = i % 8 == 4;
+    const int64_t T = quads ? 4 * test_rng_range(rng, 1, 2)
+                            : test_rng_range(rng, 1, i % 4 == 0 ? 9 : 2); /* up to 9: tokens past a state's wrap */
     dwconv_desc d = random_causal_desc(rng, B, test_rng_range(rng, 1, wide || full ? 3 : i % 3 ? 9 : 300), T);
+    if (quads) d.layout = DWCONV_LAYOUT_NCL, d.dilation = 1, d.kernel_size = test_rng_range(rng, 2, 4);
     const int64_t K = d.kernel_size, C = d.channels, span = d.dilation * (K - 1);
     const int64_t P = span + (test_rng_range(rng, 0, 1) ? 0 : test_rng_range(rng, 1, 3));
     const bool pooled = bad == SLOT_OUTSIDE || bad == SLOT_TWICE || test_rng_range(rng, 0, 1);
@@ -252,7 +256,8 @@ int check_update(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     const int64_t pool = pooled ? B * test_rng_range(rng, 1, 4) + test_rng_range(rng, 0, 2)
                                 : B + test_rng_range(rng, 0, 2);
     const size_t xs = dwconv_dtype_size(d.dtype), ws = dwconv_dtype_size(d.weight_dtype);
-    buffer x(B * C * T * xs, test_rng_range(rng, 0, 3) * xs, 0), w(C * K * ws, 0, 0), bias(C * ws, 0, 0);
+    buffer x(B * C * T * xs, quads ? 0 : test_rng_range(rng, 0, 3) * xs, 0), w(C * K * ws, 0, 0),
+        bias(C * ws, 0, 0);
     test_fill_random(rng, d.dtype, x.at, B * C * T);
     test_fill_random(rng, d.weight_dtype, w.at, C * K);
     test_fill_random(rng, d.weight_dtype, bias.at, C);
@@ -280,7 +285,7 @@ int check_update(test_rng *rng, int i, int bad, char *why, size_t why_size) {
     buffer state(pool_bytes, 0, guard), state_ref(pool_bytes, 0, guard);
     test_fill_random(rng, d.dtype, state.at, pool * C * P);
     memcpy(state_ref.at, state.at, pool_bytes);
-    buffer y(B * C * T * xs, test_rng_range(rng, 0, 3) * xs, guard), y_ref(y.bytes, 0, guard);
+    buffer y(B * C * T * xs, quads ? 0 : test_rng_range(rng, 0, 3) * xs, guard), y_ref(y.bytes, 0, guard);
     void *state_ptr = P == 0 && test_rng_range(rng, 0, 1) ? NULL : state.at;
     void *state_ref_ptr = state_ptr ? state_ref.at : NULL;
 

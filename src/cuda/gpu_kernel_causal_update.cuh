@@ -89,9 +89,48 @@ static __device__ __forceinline__ void gpu_update_general(const gpu_causal_args 
  * once), each token is read once, and every channel's loads are issued before any of
  * its arithmetic (their rows never overlap), so that one thread keeps several memory
  * requests in flight: a decode is a chain of dependent latencies, not of bytes.
- * H200, B64 C5120 K4 bf16, one token (run G): 1 channel a thread 5.43 us, 2 4.65, 4 4.19. */
+ * Channels a thread (run G, H200, B64 C5120 K4 bf16, one token): 1 5.43 us, 2 4.65,
+ * 4 4.19.
+ *
+ * Where a channel's new tokens lie side by side in x and y (channel-first, rows
+ * aligned) and come in fours, each four moves as one vector: a warp's loads and stores
+ * then cover whole sectors, where token by token each of its stores touched every
+ * sector of the warp's span again (the decode of 4 tokens was bound by L2 traffic,
+ * bench/RESULTS-gpu.md run M). A state of exactly KT - 1 inputs, the usual one, is
+ * written from the window, shift register or circular, not read back from x. */
 #define GPU_UPDATE_WINDOW_CHANNELS 4
+#define GPU_UPDATE_QUAD 4 /* tokens a vector holds */
+#define GPU_UPDATE_QUAD_CHANNELS 2 /* channels whose quads are in flight at once */
 #define GPU_WINDOW_EACH _Pragma("unroll") for (int j = 0; j < GPU_UPDATE_WINDOW_CHANNELS; j++)
+
+/* GPU_UPDATE_QUAD raw elements, aligned so that they move as one load or store. */
+template <typename raw> struct alignas(GPU_UPDATE_QUAD * sizeof(raw)) gpu_update_quad {
+    raw e[GPU_UPDATE_QUAD];
+};
+
+/* Whether every (batch, channel) row of a decode operand starts on a quad boundary. */
+template <typename raw>
+static __device__ __forceinline__ bool gpu_update_quad_rows(const void *p, const int64_t *stride) {
+    return (uintptr_t)p % sizeof(gpu_update_quad<raw>) == 0 && stride[DWCONV_DIM_BATCH] % GPU_UPDATE_QUAD == 0 &&
+           stride[DWCONV_DIM_CHANNEL] % GPU_UPDATE_QUAD == 0;
+}
+
+/* The output of the token `in` after the window hist (then shifted to take it in). */
+template <int XT, int KT>
+static __device__ __forceinline__ typename gpu_elem<XT>::raw
+gpu_update_token(typename gpu_elem<XT>::raw *hist, const float *wk, float b0, typename gpu_elem<XT>::raw in,
+                 int activation) {
+    constexpr int H = KT - 1;
+    float acc = b0;
+#pragma unroll
+    for (int k = 0; k < H; k++) acc = DWCONV_FMAF(gpu_elem<XT>::widen(hist[k]), wk[k], acc);
+    acc = DWCONV_FMAF(gpu_elem<XT>::widen(in), wk[H], acc);
+    gpu_activate_all<1>(activation, &acc);
+#pragma unroll
+    for (int i = 0; i + 1 < H; i++) hist[i] = hist[i + 1];
+    hist[H - 1] = in;
+    return gpu_elem<XT>::narrow(acc);
+}
 
 template <int XT, int WT, int KT>
 static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &a,
@@ -99,6 +138,7 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
                                                          typename gpu_elem<XT>::raw *y, int64_t c0) {
     typedef typename gpu_elem<XT>::raw xraw;
     typedef typename gpu_elem<WT>::raw wraw;
+    typedef gpu_update_quad<xraw> quad;
     constexpr int H = KT - 1; /* inputs before the current token, >= 1 */
     const int64_t T = a.length, P = r.P, C = a.channels;
     const xraw *xc[GPU_UPDATE_WINDOW_CHANNELS];
@@ -120,28 +160,48 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
 #pragma unroll
         for (int i = 0; i < H; i++) hist[j][i] = sc[j][r.place(i - H)]; /* P >= H: validated */
     }
-    for (int64_t t = 0; t < T; t++) {
-        xraw in[GPU_UPDATE_WINDOW_CHANNELS];
-        GPU_WINDOW_EACH if (live[j]) in[j] = xc[j][t * r.xs];
-        GPU_WINDOW_EACH {
-            if (!live[j]) continue;
-            float acc = b0[j];
+    const bool quads = T % GPU_UPDATE_QUAD == 0 && r.xs == 1 && a.y_stride[DWCONV_DIM_POSITION] == 1 &&
+                       gpu_update_quad_rows<xraw>(a.x, a.x_stride) && gpu_update_quad_rows<xraw>(a.y, a.y_stride);
+    if (quads) {
+        for (int64_t t = 0; t < T; t += GPU_UPDATE_QUAD)
 #pragma unroll
-            for (int k = 0; k < H; k++) acc = DWCONV_FMAF(gpu_elem<XT>::widen(hist[j][k]), wk[j][k], acc);
-            acc = DWCONV_FMAF(gpu_elem<XT>::widen(in[j]), wk[j][H], acc);
-            gpu_activate_all<1>(a.activation, &acc);
-            yc[j][t * a.y_stride[2]] = gpu_elem<XT>::narrow(acc);
+            for (int h = 0; h < GPU_UPDATE_WINDOW_CHANNELS; h += GPU_UPDATE_QUAD_CHANNELS) {
+                quad in[GPU_UPDATE_QUAD_CHANNELS];
 #pragma unroll
-            for (int i = 0; i + 1 < H; i++) hist[j][i] = hist[j][i + 1];
-            hist[j][H - 1] = in[j];
+                for (int i = 0; i < GPU_UPDATE_QUAD_CHANNELS; i++)
+                    if (live[h + i]) in[i] = *(const quad *)(xc[h + i] + t);
+#pragma unroll
+                for (int i = 0; i < GPU_UPDATE_QUAD_CHANNELS; i++) {
+                    const int j = h + i;
+                    if (!live[j]) continue;
+                    quad out;
+#pragma unroll
+                    for (int u = 0; u < GPU_UPDATE_QUAD; u++)
+                        out.e[u] = gpu_update_token<XT, KT>(hist[j], wk[j], b0[j], in[i].e[u], a.activation);
+                    *(quad *)(yc[j] + t) = out;
+                }
+            }
+    } else {
+        for (int64_t t = 0; t < T; t++) {
+            xraw in[GPU_UPDATE_WINDOW_CHANNELS];
+            GPU_WINDOW_EACH if (live[j]) in[j] = xc[j][t * r.xs];
+            GPU_WINDOW_EACH if (live[j]) yc[j][t * a.y_stride[2]] =
+                gpu_update_token<XT, KT>(hist[j], wk[j], b0[j], in[j], a.activation);
         }
+    }
+    /* the window now holds inputs T - H .. T - 1: with P = H, the whole new state; in
+     * circular form input q lies at place head + q (mod P), an old one unchanged */
+    int64_t at = 0;
+    if (r.circular && P == H) {
+        at = T >= H ? r.head + (T - H) % P : r.head + T - H + P;
+        at = at >= P ? at - P : at;
     }
     GPU_WINDOW_EACH {
         if (!live[j]) continue;
         r.state = sc[j], r.x = xc[j];
-        if (!r.circular && P == H) { /* the window now holds inputs T - H .. T - 1: the state */
+        if (P == H) {
 #pragma unroll
-            for (int i = 0; i < H; i++) r.state[i] = hist[j][i];
+            for (int i = 0, q = (int)at; i < H; i++, q = q + 1 == H ? 0 : q + 1) r.state[q] = hist[j][i];
         } else {
             r.write_state(T);
         }
@@ -150,7 +210,7 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
 #undef GPU_WINDOW_EACH
 
 template <int XT, int WT, int KT>
-__global__ void __launch_bounds__(GPU_UPDATE_THREADS) dwconv_causal_update_kernel(gpu_causal_args a) {
+__global__ GPU_LAUNCH_BOUNDS(GPU_UPDATE_THREADS, GPU_SM_BLOCKS_AT_MOST(5)) void dwconv_causal_update_kernel(gpu_causal_args a) {
     typedef typename gpu_elem<XT>::raw xraw;
     typedef typename gpu_elem<WT>::raw wraw;
     if ((a.check_in_block && gpu_causal_block_bad(a)) || gpu_causal_verdict_bad(a)) {

@@ -108,11 +108,20 @@ template <typename raw> struct alignas(GPU_UPDATE_QUAD * sizeof(raw)) gpu_update
     raw e[GPU_UPDATE_QUAD];
 };
 
-/* Whether every (batch, channel) row of a decode operand starts on a quad boundary. */
-template <typename raw>
-static __device__ __forceinline__ bool gpu_update_quad_rows(const void *p, const int64_t *stride) {
-    return (uintptr_t)p % sizeof(gpu_update_quad<raw>) == 0 && stride[DWCONV_DIM_BATCH] % GPU_UPDATE_QUAD == 0 &&
+/* Whether every (batch, channel) row of a decode operand of `size`-byte elements starts
+ * on a quad boundary. */
+GPU_HD bool gpu_update_quad_rows(const void *p, const int64_t *stride, int size) {
+    return (uintptr_t)p % (GPU_UPDATE_QUAD * size) == 0 && stride[DWCONV_DIM_BATCH] % GPU_UPDATE_QUAD == 0 &&
            stride[DWCONV_DIM_CHANNEL] % GPU_UPDATE_QUAD == 0;
+}
+
+/* Whether a decode's tokens move in quads: channel-first rows of whole quads, aligned
+ * (the host picks the window's instance by it). */
+GPU_HD bool gpu_update_quads(const gpu_causal_args *a) {
+    const int size = a->dtype == DWCONV_F32 ? 4 : 2;
+    return a->length % GPU_UPDATE_QUAD == 0 && a->x_stride[DWCONV_DIM_POSITION] == 1 &&
+           a->y_stride[DWCONV_DIM_POSITION] == 1 && gpu_update_quad_rows(a->x, a->x_stride, size) &&
+           gpu_update_quad_rows(a->y, a->y_stride, size);
 }
 
 /* The output of the token `in` after the window hist (then shifted to take it in). */
@@ -132,7 +141,7 @@ gpu_update_token(typename gpu_elem<XT>::raw *hist, const float *wk, float b0, ty
     return gpu_elem<XT>::narrow(acc);
 }
 
-template <int XT, int WT, int KT>
+template <int XT, int WT, int KT, bool Q>
 static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &a,
                                                          gpu_update_row<typename gpu_elem<XT>::raw> r,
                                                          typename gpu_elem<XT>::raw *y, int64_t c0) {
@@ -160,9 +169,7 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
 #pragma unroll
         for (int i = 0; i < H; i++) hist[j][i] = sc[j][r.place(i - H)]; /* P >= H: validated */
     }
-    const bool quads = T % GPU_UPDATE_QUAD == 0 && r.xs == 1 && a.y_stride[DWCONV_DIM_POSITION] == 1 &&
-                       gpu_update_quad_rows<xraw>(a.x, a.x_stride) && gpu_update_quad_rows<xraw>(a.y, a.y_stride);
-    if (quads) {
+    if constexpr (Q) {
         for (int64_t t = 0; t < T; t += GPU_UPDATE_QUAD)
 #pragma unroll
             for (int h = 0; h < GPU_UPDATE_WINDOW_CHANNELS; h += GPU_UPDATE_QUAD_CHANNELS) {
@@ -190,16 +197,19 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
         }
     }
     /* the window now holds inputs T - H .. T - 1: with P = H, the whole new state; in
-     * circular form input q lies at place head + q (mod P), an old one unchanged */
+     * circular form (quads only: elsewhere its registers cost the one-token decode
+     * more than re-reading x saves) input q lies at place head + q (mod P), an old one
+     * unchanged */
+    const bool from_window = P == H && (!r.circular || Q);
     int64_t at = 0;
-    if (r.circular && P == H) {
+    if (Q && r.circular && P == H) {
         at = T >= H ? r.head + (T - H) % P : r.head + T - H + P;
         at = at >= P ? at - P : at;
     }
     GPU_WINDOW_EACH {
         if (!live[j]) continue;
         r.state = sc[j], r.x = xc[j];
-        if (P == H) {
+        if (from_window) {
 #pragma unroll
             for (int i = 0, q = (int)at; i < H; i++, q = q + 1 == H ? 0 : q + 1) r.state[q] = hist[j][i];
         } else {
@@ -209,8 +219,11 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
 }
 #undef GPU_WINDOW_EACH
 
-template <int XT, int WT, int KT>
-__global__ GPU_LAUNCH_BOUNDS(GPU_UPDATE_THREADS, GPU_SM_BLOCKS_AT_MOST(5)) void dwconv_causal_update_kernel(gpu_causal_args a) {
+/* Q: the window's quad instance, whose registers are held to 5 blocks an SM (all the
+ * blocks of a B64 C5120 decode at once; 16-32 bytes spilled); the others as ptxas
+ * sizes them (94 for the window: held to 96, one token ran 20% slower, run M). */
+template <int XT, int WT, int KT, bool Q = false>
+__global__ GPU_LAUNCH_BOUNDS(GPU_UPDATE_THREADS, Q ? GPU_SM_BLOCKS_AT_MOST(5) : 0) void dwconv_causal_update_kernel(gpu_causal_args a) {
     typedef typename gpu_elem<XT>::raw xraw;
     typedef typename gpu_elem<WT>::raw wraw;
     if ((a.check_in_block && gpu_causal_block_bad(a)) || gpu_causal_verdict_bad(a)) {
@@ -240,7 +253,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_UPDATE_THREADS, GPU_SM_BLOCKS_AT_MOST(5)) void 
         xraw *y = (xraw *)a.y + b * a.y_stride[0];
         for (int64_t c = (int64_t)blockIdx.x * step + threadIdx.x; c < C; c += (int64_t)gridDim.x * step) {
             if constexpr (KT > 0) {
-                gpu_update_window<XT, WT, KT>(a, r, y, c);
+                gpu_update_window<XT, WT, KT, Q>(a, r, y, c);
             } else {
                 gpu_update_row<xraw> rc = r;
                 rc.x += c * a.x_stride[1], rc.state += c * P;
@@ -252,15 +265,16 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_UPDATE_THREADS, GPU_SM_BLOCKS_AT_MOST(5)) void 
     }
 }
 
-/* The decode's instance for the dtypes and the window's K (gpu_update_window_taps; 0:
- * the general body, which is right for every K and dilation). */
+/* The decode's instance for the dtypes, the window's K (gpu_update_window_taps; 0: the
+ * general body, which is right for every K and dilation) and whether its tokens move in
+ * quads (gpu_update_quads). */
 template <int XT, int WT>
-static gpu_causal_kernel_fn gpu_update_instance(int KT) {
+static gpu_causal_kernel_fn gpu_update_instance(int KT, bool quads) {
     static_assert(GPU_UPDATE_WINDOW_MAX == 4, "one window instance per K in 2..GPU_UPDATE_WINDOW_MAX");
     switch (KT) {
-    case 2: return dwconv_causal_update_kernel<XT, WT, 2>;
-    case 3: return dwconv_causal_update_kernel<XT, WT, 3>;
-    case 4: return dwconv_causal_update_kernel<XT, WT, 4>;
+    case 2: return quads ? dwconv_causal_update_kernel<XT, WT, 2, true> : dwconv_causal_update_kernel<XT, WT, 2>;
+    case 3: return quads ? dwconv_causal_update_kernel<XT, WT, 3, true> : dwconv_causal_update_kernel<XT, WT, 3>;
+    case 4: return quads ? dwconv_causal_update_kernel<XT, WT, 4, true> : dwconv_causal_update_kernel<XT, WT, 4>;
     default: return dwconv_causal_update_kernel<XT, WT, 0>;
     }
 }

@@ -35,6 +35,7 @@ namespace {
 const size_t guard = GPU_CASE_GUARD;
 int fused[GPU_FAMILY_COUNT]; /* forwards whose family took the states itself */
 int windowed;                /* decodes that ran the window body (K 2..4, dilation 1) */
+int quadded;                 /* of them, the window's quad instance */
 
 /* Inputs have no guard bytes (0), outputs and states `guard` poisoned ones each side. */
 using buffer = gpu_emulate_buffer;
@@ -70,7 +71,9 @@ int run_steps(const dwconv_problem *p, dwconv_index_violation *violation, int fo
                                                s.launch.smem, s.conv)
                                  : -1;
         } else {
-            if (strcmp(name, GPU_UPDATE_WINDOW_NAME) == 0) windowed++;
+            const bool quads = strcmp(name, GPU_UPDATE_QUADS_NAME) == 0;
+            if (quads || strcmp(name, GPU_UPDATE_WINDOW_NAME) == 0) windowed++;
+            if (quads) quadded++;
             const gpu_causal_kernel_fn kernel = s.kernel;
             const gpu_causal_args args = s.args;
             rc = gpu_emulate_launch([kernel, args] { kernel(args); }, s.grid, s.threads, s.smem);
@@ -357,9 +360,13 @@ int main(void) {
         fprintf(stderr, "FAIL the decode's window body ran in only %d decodes\n", windowed);
         failures++;
     }
+    if (quadded < least) {
+        fprintf(stderr, "FAIL the window's quad instance ran in only %d decodes\n", quadded);
+        failures++;
+    }
     printf("%d of %d emulated causal runs match the oracle bit for bit (outputs, states, "
            "guards, violation records); states taken by lean %d, slide %d times; %d decodes "
-           "by the window body\n",
-           runs - failures, runs, fused[GPU_FAMILY_LEAN], fused[GPU_FAMILY_SLIDE], windowed);
+           "by the window body (%d in quads)\n",
+           runs - failures, runs, fused[GPU_FAMILY_LEAN], fused[GPU_FAMILY_SLIDE], windowed, quadded);
     return failures ? 1 : 0;
 }

@@ -223,8 +223,9 @@ static void gpu_causal_plan_update(const dwconv_problem *p, dwconv_index_violati
     a.check_in_block = in_block;
     gpu_causal_step *s = gpu_causal_add(plan, GPU_STEP_KERNEL, &a);
     const int window = gpu_update_window_taps(a.kernel_size, a.dilation);
-    s->kernel = GPU_CAUSAL_TYPED(a, gpu_update_instance)(window, gpu_update_quads(&a));
-    s->name = window ? GPU_UPDATE_WINDOW_NAME : "causal update";
+    const bool quads = window && gpu_update_quads(&a);
+    s->kernel = GPU_CAUSAL_TYPED(a, gpu_update_instance)(window, quads);
+    s->name = quads ? GPU_UPDATE_QUADS_NAME : window ? GPU_UPDATE_WINDOW_NAME : "causal update";
     /* the window takes GPU_UPDATE_WINDOW_CHANNELS channels a thread */
     const int64_t per_thread = window ? GPU_UPDATE_WINDOW_CHANNELS : 1;
     gpu_causal_rows_grid(s, GPU_UPDATE_THREADS, gpu_div_up(a.channels, per_thread), a.batch);

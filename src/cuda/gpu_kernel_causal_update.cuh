@@ -23,7 +23,8 @@
 #define GPU_UPDATE_THREADS 128
 #define GPU_UPDATE_TAPS 8       /* general body: weights a thread keeps in registers */
 #define GPU_UPDATE_WINDOW_MAX 4 /* the window's largest K (Mamba's 4, and 2, 3) */
-#define GPU_UPDATE_WINDOW_NAME "causal update (window)" /* its plan step, for the tests */
+#define GPU_UPDATE_WINDOW_NAME "causal update (window)" /* its plan steps, for the tests */
+#define GPU_UPDATE_QUADS_NAME "causal update (window, quads)"
 
 /* Which body a decode of K taps at dilation D takes: KT = K for the window, else 0. */
 GPU_HD int gpu_update_window_taps(int64_t K, int64_t D) {
@@ -97,7 +98,8 @@ static __device__ __forceinline__ void gpu_update_general(const gpu_causal_args 
  * then cover whole sectors, where token by token each of its stores touched every
  * sector of the warp's span again (the decode of 4 tokens was bound by L2 traffic,
  * bench/RESULTS-gpu.md run M). A state of exactly KT - 1 inputs, the usual one, is
- * written from the window, shift register or circular, not read back from x. */
+ * written from the window, not read back from x: always as a shift register, in
+ * circular form by the quad instance only. */
 #define GPU_UPDATE_WINDOW_CHANNELS 4
 #define GPU_UPDATE_QUAD 4 /* tokens a vector holds */
 #define GPU_UPDATE_QUAD_CHANNELS 2 /* channels whose quads are in flight at once */
@@ -118,7 +120,7 @@ GPU_HD bool gpu_update_quad_rows(const void *p, const int64_t *stride, int size)
 /* Whether a decode's tokens move in quads: channel-first rows of whole quads, aligned
  * (the host picks the window's instance by it). */
 GPU_HD bool gpu_update_quads(const gpu_causal_args *a) {
-    const int size = a->dtype == DWCONV_F32 ? 4 : 2;
+    const int size = gpu_dtype_size(a->dtype);
     return a->length % GPU_UPDATE_QUAD == 0 && a->x_stride[DWCONV_DIM_POSITION] == 1 &&
            a->y_stride[DWCONV_DIM_POSITION] == 1 && gpu_update_quad_rows(a->x, a->x_stride, size) &&
            gpu_update_quad_rows(a->y, a->y_stride, size);
@@ -220,8 +222,9 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
 #undef GPU_WINDOW_EACH
 
 /* Q: the window's quad instance, whose registers are held to 5 blocks an SM (all the
- * blocks of a B64 C5120 decode at once; 16-32 bytes spilled); the others as ptxas
- * sizes them (94 for the window: held to 96, one token ran 20% slower, run M). */
+ * blocks of a B64 C5120 decode at once; ptxas -v sm_90: 96 registers, 16 bytes
+ * spilled); the others as ptxas sizes them (94 for the window: held to 96, one token
+ * ran 20% slower, run M). */
 template <int XT, int WT, int KT, bool Q = false>
 __global__ GPU_LAUNCH_BOUNDS(GPU_UPDATE_THREADS, Q ? GPU_SM_BLOCKS_AT_MOST(5) : 0) void dwconv_causal_update_kernel(gpu_causal_args a) {
     typedef typename gpu_elem<XT>::raw xraw;

@@ -233,9 +233,17 @@ static int special_slot(const grad_job *j, int64_t slot) {
 
 /* The next row's x and dy (and, summed where it lies, dx: with intent to write) are
  * prefetched into L2 a slice at a time while this row is computed in pieces of PIECE
- * outputs, so that the next row starts from the cache rather than waiting on a
- * stream the prefetchers take up again at every 4 KiB page. */
-enum { PIECE = 1024 }; /* outputs: 16 chunks, a multiple of every flavour's lanes */
+ * outputs (dx's conv in pieces of DX_PIECE), so that the next row starts from the cache
+ * rather than waiting on a stream the prefetchers take up again at every 4 KiB page.
+ * The slices are kept small: a core holds only so many lines in flight, and a slice
+ * of more stalls at its prefetch instructions with nothing computed meanwhile (dx's
+ * pieces of 1024 outputs gave slices of about 100 lines, and the K31 backward spent a
+ * fifth of its time there; 256: bench/RESULTS-cpu.md, 2026-12-06). */
+enum {
+    PIECE = 1024,   /* outputs: 16 chunks, a multiple of every flavour's lanes */
+    DX_PIECE = 256, /* a divisor of PIECE, a multiple of every flavour's lanes */
+};
+_Static_assert(PIECE % DX_PIECE == 0, "a weight piece after every PIECE of dx");
 
 typedef struct row_prefetch {
     const char *at[3]; /* x, dy, dx of the next row (NULL: not prefetched) */
@@ -277,7 +285,7 @@ static void plan_prefetch(const grad_job *j, int64_t r, row_prefetch *f) {
         f->lines[s] = (int64_t)((last + 63) / 64 - first / 64);
         most = max64(most, f->lines[s]);
     }
-    const int64_t pieces = (j->want_dx ? ceil_div(j->L, PIECE) : 0) +
+    const int64_t pieces = (j->want_dx ? ceil_div(j->L, DX_PIECE) : 0) +
                            (j->want_dw ? ceil_div(j->L_out, PIECE) : 0) +
                            (p->desc.activation != DWCONV_ACT_NONE ? ceil_div(j->L_out, PIECE) : 0);
     f->done = 0;
@@ -354,8 +362,8 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
             if (g != sc->g && g != sc->dy)
                 n_window = min64(n, max64(0, j->L_out - j->kernels->overread - j->pad - i) / lanes * lanes);
         }
-        for (int64_t at = 0; at < n; at += PIECE) { /* (each output on its own) */
-            const int64_t count = min64(PIECE, n - at);
+        for (int64_t at = 0; at < n; at += DX_PIECE) { /* (each output on its own) */
+            const int64_t count = min64(DX_PIECE, n - at);
             const int64_t windowed = min64(count, max64(0, n_window - at)); /* a multiple of lanes */
             for (int64_t m = 0; m < K; m++)
                 sc->rtap[m] = g + (i + at + j->pad - (K - 1 - m) * j->d);
@@ -363,7 +371,8 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
             for (int64_t m = 0; windowed < count && m < K; m++) sc->rtap[m] = (const float *)sc->rtap[m] + windowed;
             if (windowed < count) j->kernels->conv(&taps, count - windowed, acc + S + i + at + windowed);
             prefetch_slice(f);
-            if (wp && weight_piece(j, sc, wp)) prefetch_slice(f);
+            if (wp && (at + count) % PIECE == 0 && weight_piece(j, sc, wp)) /* one a PIECE */
+                prefetch_slice(f);
         }
         i += n;
     }
@@ -371,13 +380,13 @@ static void input_gradient(const grad_job *j, const grad_scratch *sc, const floa
 }
 
 /* The row's chunk partials, then its tree: rows[c][b][k]. The K + 1 trees go side by
- * side in part itself (dwconv_grad_trees), rather than one tap at a time through a
- * copy. */
+ * side in part itself (dwconv_grad_trees' sums, a vector of trees at a time), rather
+ * than one tap at a time through a copy. */
 static void row_sums(const grad_job *j, const grad_scratch *sc, int64_t b,
                      int64_t c) {
     const int64_t w = j->K + 1;
     float *row = j->rows + (c * j->B + b) * w;
-    dwconv_grad_trees(sc->part, dwconv_grad_chunks(j->L_out), w);
+    j->kernels->grad_trees(sc->part, dwconv_grad_chunks(j->L_out), w);
     memcpy(row, sc->part, sizeof(float) * (size_t)w);
 }
 

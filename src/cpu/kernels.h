@@ -104,6 +104,8 @@ typedef struct dwconv_cpu_kernels {
      * (never reads) further on. */
     void (*grad_partials)(const float *g, const float *const *tap, int64_t step, int64_t K,
                           int64_t n, int sums, float *part);
+    /* dwconv_grad_trees(a, n, w), its result left in a[0, w). */
+    void (*grad_trees)(float *a, int64_t n, int64_t w);
     /* acc, then the fmaf chain over j < n, in order, of a[j] * b[j]: the input
      * gradient's single chains (row ends, leftovers) with the flavour's fma. */
     float (*fma_dot)(const float *a, const float *b, int64_t n, float acc);

@@ -233,6 +233,25 @@ static void grad_chunks_transposed(const float *g, const float *x0, int64_t step
 }
 #endif
 
+/* ---- the row's trees ---- */
+
+/* dwconv_grad_trees (the same sums, so the same bits): each level's pair of entries a
+ * vector addition per VL trees, where the scalar loop costs one per tree. */
+static void k_grad_trees(float *a, int64_t n, int64_t w) {
+    while (n > 1) {
+        const int64_t half = n / 2;
+        for (int64_t i = 0; i < half; i++) { /* writes below what later pairs read */
+            float *to = a + i * w;
+            const float *l = a + 2 * i * w, *r = l + w;
+            int64_t k = 0;
+            for (; k + VL <= w; k += VL) vf_storeu(to + k, vf_add(vf_loadu(l + k), vf_loadu(r + k)));
+            if (k < w) vf_store_part(to + k, vf_add(vf_load_part(l + k, (int)(w - k)), vf_load_part(r + k, (int)(w - k))), (int)(w - k));
+        }
+        if (n % 2) memmove(a + half * w, a + (n - 1) * w, sizeof *a * (size_t)w);
+        n = half + n % 2;
+    }
+}
+
 /* Chunk j (maybe short), scalar. */
 static void grad_chunk(const float *g, const float *const *tap, int64_t step, int64_t K,
                        int64_t n, int64_t j, float *part) {

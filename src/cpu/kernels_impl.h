@@ -378,6 +378,7 @@ const dwconv_cpu_kernels KERNELS_TABLE = {
     .activate = k_activate,
     .act_grad = k_act_grad,
     .grad_partials = k_grad_partials,
+    .grad_trees = k_grad_trees,
     .fma_dot = k_fma_dot,
     .decode = k_decode,
 };

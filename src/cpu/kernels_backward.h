@@ -245,7 +245,8 @@ static void k_grad_trees(float *a, int64_t n, int64_t w) {
             const float *l = a + 2 * i * w, *r = l + w;
             int64_t k = 0;
             for (; k + VL <= w; k += VL) vf_storeu(to + k, vf_add(vf_loadu(l + k), vf_loadu(r + k)));
-            if (k < w) vf_store_part(to + k, vf_add(vf_load_part(l + k, (int)(w - k)), vf_load_part(r + k, (int)(w - k))), (int)(w - k));
+            const int tail = (int)(w - k);
+            if (tail) vf_store_part(to + k, vf_add(vf_load_part(l + k, tail), vf_load_part(r + k, tail)), tail);
         }
         if (n % 2) memmove(a + half * w, a + (n - 1) * w, sizeof *a * (size_t)w);
         n = half + n % 2;

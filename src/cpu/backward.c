@@ -236,9 +236,8 @@ static int special_slot(const grad_job *j, int64_t slot) {
  * outputs (dx's conv in pieces of DX_PIECE), so that the next row starts from the cache
  * rather than waiting on a stream the prefetchers take up again at every 4 KiB page.
  * The slices are kept small: a core holds only so many lines in flight, and a slice
- * of more stalls at its prefetch instructions with nothing computed meanwhile (dx's
- * pieces of 1024 outputs gave slices of about 100 lines, and the K31 backward spent a
- * fifth of its time there; 256: bench/RESULTS-cpu.md, 2026-12-06). */
+ * of more stalls at its prefetch instructions with nothing computed meanwhile (the
+ * sizes measured: bench/RESULTS-cpu.md, "Backward: smaller prefetch slices"). */
 enum {
     PIECE = 1024,   /* outputs: 16 chunks, a multiple of every flavour's lanes */
     DX_PIECE = 256, /* a divisor of PIECE, a multiple of every flavour's lanes */

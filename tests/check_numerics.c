@@ -28,6 +28,7 @@
 #include "core_check.h"
 #include "cpu_features.h"
 #include "dwconv.h"
+#include "dwconv_grad.h"
 #include "dwconv_numerics.h"
 
 /* dwconv_exp (|v| <= 86) must stay within this many ulp of e^v: the last fmaf of its
@@ -290,6 +291,28 @@ START_TEST(silu_specials) {
     ck_assert(dwconv_silu(-0x1p-140f) == -0x1p-141f);
 }
 END_TEST
+/* The backward's sigmoid without a division (dwconv_sigmoid_hot, what the GPU
+ * kernels run with their refined reciprocal for yr) against the division of
+ * dwconv_sigmoid, bit for bit, for z in [-86, 86]. */
+static void check_sigmoid_hot_batch(const uint32_t *bits, int n, tally *t) {
+    for (int i = 0; i < n; i++) {
+        const float z = dwconv_f32_from_bits(bits[i]);
+        const float e = dwconv_f32_from_bits(dwconv_exp_bits(-fabsf(z)));
+        const float hot = dwconv_sigmoid_hot(z, e, 1.0f / (1.0f + e)), want = dwconv_sigmoid(z);
+        t->checked++;
+        if (dwconv_f32_bits(hot) != dwconv_f32_bits(want))
+            fail_at(t, "sigmoid_hot(%a) = %a, the division %a", z, hot, want);
+    }
+}
+
+START_TEST(sigmoid_hot_sweep) {
+    tally t = {0};
+    walk(0, 0x42ac0000u, stride(61), SIGN_BOTH, check_sigmoid_hot_batch, &t); /* |z| <= 86 */
+    walk(0x3f000000u, 0x41000000u, stride(5), SIGN_NEG, check_sigmoid_hot_batch, &t); /* -0.5 .. -8 */
+    expect_clean(&t, "dwconv_sigmoid_hot vs dwconv_sigmoid (bits)");
+}
+END_TEST
+
 START_TEST(relu_specials) {
     ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-0.0f)), SIGN_BIT); /* -0 passes */
     ck_assert_uint_eq(dwconv_f32_bits(dwconv_relu(-1.0f)), 0u);       /* +0, not -0 */
@@ -506,6 +529,7 @@ int main(void) {
     tc = add_tcase(s, "activations");
     tcase_add_test(tc, silu_sweep);
     tcase_add_test(tc, silu_specials);
+    tcase_add_test(tc, sigmoid_hot_sweep);
     tcase_add_test(tc, relu_specials);
     tcase_add_test(tc, activate_dispatch);
 

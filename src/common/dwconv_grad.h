@@ -31,6 +31,19 @@ DWCONV_HD float dwconv_sigmoid(float z) {
     return DWCONV_FDIV(z >= 0.0f ? 1.0f : t, d); /* NaN: t and d are NaN */
 }
 
+/* dwconv_sigmoid(z) for |z| <= DWCONV_SILU_COLD without a division, given t = e^-|z|
+ * (dwconv_exp_bits(-|z|)) and yr = RN(1 / RN(1 + t)): z >= 0 (-0 too): 1 / d, which
+ * is yr; z < 0: t / d by one Markstein step from q0 = RN(t yr), r = t - q0 d (exact),
+ * RN(q0 + r yr). The same bits as the division for every float z in [-86, 86]
+ * (tests/check_numerics.c, sigmoid_hot_sweep: a sample, or all of them with
+ * DWCONV_TEST_EXHAUSTIVE=1), so a GPU may take yr from its refined reciprocal (gpu_rcp_rn). */
+DWCONV_HD float dwconv_sigmoid_hot(float z, float t, float yr) {
+    const float d = 1.0f + t;
+    const float q0 = t * yr;
+    const float q = DWCONV_FMAF(DWCONV_FMAF(-q0, d, t), yr, q0);
+    return z < 0.0f ? q : yr;
+}
+
 /* g = dy * act'(z) for the pre-activation z (the forward's acc before the activation):
  *   none: dy;  relu: z > 0 ? dy : +0 (NaN z gives +0, as PyTorch's relu backward);
  *   silu: s = sigmoid(z), g = dy * (s * fmaf(z, 1 - s, 1)). */

@@ -12,6 +12,25 @@
 #include "gpu_elements.cuh"
 #include "gpu_families.h"
 
+/* silu's gradient where the hot path below does not hold (|z| > 86, NaN), out of line:
+ * inlined at every call site of an unrolled pass, the scalar function's exponential and
+ * division more than doubled the warp kernel's code (causal K4 silu: 10,664
+ * instructions, half of its stalls waiting for instructions; bench/RESULTS-gpu.md,
+ * run O). */
+static __device__ GPU_NOINLINE float gpu_silu_grad_cold(float z, float dy) {
+    return dwconv_activation_grad(DWCONV_ACT_SILU, z, dy);
+}
+
+/* dwconv_activation_grad, bit for bit: silu with |z| <= 86 takes the sigmoid's hot
+ * path (dwconv_sigmoid_hot: no range test in the exponential, no division). */
+static __device__ __forceinline__ float gpu_activation_grad(int activation, float z, float dy) {
+    if (activation != DWCONV_ACT_SILU) return dwconv_activation_grad(activation, z, dy); /* none, relu */
+    if (!(fabsf(z) <= DWCONV_SILU_COLD)) return gpu_silu_grad_cold(z, dy);
+    const float t = dwconv_f32_from_bits(dwconv_exp_bits(-fabsf(z)));
+    const float s = dwconv_sigmoid_hot(z, t, gpu_rcp_rn(1.0f + t));
+    return dy * (s * DWCONV_FMAF(z, 1.0f - s, 1.0f));
+}
+
 /* One (b, c) row of the operands a backward kernel reads: element offsets of its
  * first position, and its weights and bias. */
 template <int XT, int WT> struct gpu_bwd_row {
@@ -48,7 +67,7 @@ template <int XT, int WT> struct gpu_bwd_row {
         const int64_t j0 = o * a.stride - a.pad_left;
         for (int64_t k = 0; k < a.kernel_size; k++)
             z = DWCONV_FMAF(xp(a, j0 + k * a.dilation), weight(k), z);
-        return dwconv_activation_grad(a.activation, z, gpu_elem<XT>::widen(dy[o * dys]));
+        return gpu_activation_grad(a.activation, z, gpu_elem<XT>::widen(dy[o * dys]));
     }
 };
 

@@ -141,7 +141,7 @@ __global__ __launch_bounds__(GPU_BWD_TILE_THREADS) void dwconv_bwd_ncl_tile_kern
                     if (o < 0 || o >= L_out) continue;
                     float z = row.bias;
                     for (int k = 0; k < (int)K; k++) z = DWCONV_FMAF(xs[gpu_bwd_word(q * S + k * D)], ws[k], z);
-                    gs[gpu_bwd_word(q)] = dwconv_activation_grad(a.activation, z, gpu_elem<XT>::widen(row.dy[o]));
+                    gs[gpu_bwd_word(q)] = gpu_activation_grad(a.activation, z, gpu_elem<XT>::widen(row.dy[o]));
                 }
                 __syncthreads();
                 /* 3a. the chains: item = k block * TC + chunk */

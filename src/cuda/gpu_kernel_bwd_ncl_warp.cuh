@@ -181,7 +181,7 @@ static __device__ __forceinline__ float gpu_bwd_warp_output(const float *xw, con
     float z = bias;
 #pragma unroll
     for (int k = 0; k < K; k++) z = DWCONV_FMAF(xw[k * D], w[k], z);
-    const float gv = dwconv_activation_grad(activation, z, dy);
+    const float gv = gpu_activation_grad(activation, z, dy);
 #pragma unroll
     for (int k = 0; k < K; k++) p[k] = DWCONV_FMAF(gv, xw[k * D], p[k]);
     p[K] = p[K] + gv;
@@ -294,7 +294,7 @@ static __device__ __forceinline__ float gpu_bwd_warp_staged_g(const uint32_t *xs
         const float xv = gpu_bwd_warp_elem<XT, S * DWCONV_GRAD_CHUNK>(xs, xpar, e * S + k * D);
         z = DWCONV_FMAF(xv, w[k], z);
     }
-    return dwconv_activation_grad(activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, e));
+    return gpu_activation_grad(activation, z, gpu_bwd_warp_elem<XT, DWCONV_GRAD_CHUNK>(ds, dpar, e));
 }
 
 /* g of the NP outputs before a lane's chunk (c0 - NP .. c0 - 1 of the tile; 0 before

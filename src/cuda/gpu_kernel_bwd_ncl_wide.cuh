@@ -226,11 +226,11 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
         if (act) {
             gpu_wide_run(xl, ws, K, n, row.bias, [&](int j, float z) {
                 float *g = gl + SPAN + j;
-                *g = dwconv_activation_grad(a.activation, z, *g);
+                *g = gpu_activation_grad(a.activation, z, *g);
             });
             for (int s = SPAN - front + lane; s < SPAN; s += GPU_WARP) { /* output s - span, column 0 */
                 float *g = gc + s;
-                *g = dwconv_activation_grad(a.activation, gpu_wide_sum(xc + 64 - SPAN + s, ws, K, row.bias), *g);
+                *g = gpu_activation_grad(a.activation, gpu_wide_sum(xc + 64 - SPAN + s, ws, K, row.bias), *g);
             }
             gpu_sync_warp();
             if (lane > 0 && n > 0)

@@ -108,7 +108,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(16)) void dwconv_bw
             float z = row.bias;
 #pragma unroll
             for (int k = 0; k < K; k++) z = DWCONV_FMAF(xw[k], w[k], z);
-            const float g = dwconv_activation_grad(a.activation, z, gpu_elem<XT>::widen(dcol[r * GPU_WARP]));
+            const float g = gpu_activation_grad(a.activation, z, gpu_elem<XT>::widen(dcol[r * GPU_WARP]));
 #pragma unroll
             for (int k = 0; k + 1 < K; k++) gr[k] = gr[k + 1];
             gr[K - 1] = g; /* gr[K - 1 - d]: g of output o - d */

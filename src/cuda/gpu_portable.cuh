@@ -11,6 +11,13 @@
 
 #include "dwconv_numerics.h"
 
+/* A device function kept out of line: a rare path called from unrolled loops. */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define GPU_NOINLINE __noinline__
+#else
+#define GPU_NOINLINE __attribute__((noinline))
+#endif
+
 /* The dynamic shared memory of a block, 16-byte aligned. One declaration for every
  * kernel: nvcc rejects extern __shared__ arrays of different types under one name. */
 #ifndef DWCONV_GPU_SHARED_BASE

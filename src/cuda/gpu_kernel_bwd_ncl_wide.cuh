@@ -117,20 +117,23 @@ static __device__ __forceinline__ void gpu_bwd_wide_chains(const float *g, const
 }
 
 /* Up to 8 values in flight a lane: f(i, v) for v = value(i), i = first + lane + u *
- * GPU_WARP below end (16-bit staging: plain loads, widened, batched so that a lane
- * waits for memory once per batch). */
+ * GPU_WARP below end (16-bit staging: plain loads, widened). Whole batches test
+ * nothing a value and value() must not branch, so that a lane issues its 8 loads
+ * before the first widening waits on memory (a test a value made each load a branch
+ * of its own, its widening waiting right after it: ncu, bench/RESULTS-gpu.md run O);
+ * the batch's tail goes a value at a time. */
 template <class V, class F>
 static __device__ __forceinline__ void gpu_bwd_wide_batched(int first, int end, int lane, V value, F f) {
     const int B = 8;
-    for (int i0 = first + lane; i0 < end; i0 += B * GPU_WARP) {
+    int i0 = first + lane;
+    for (; i0 + (B - 1) * GPU_WARP < end; i0 += B * GPU_WARP) {
         float v[B];
 #pragma unroll
-        for (int u = 0; u < B; u++)
-            if (i0 + u * GPU_WARP < end) v[u] = value(i0 + u * GPU_WARP);
+        for (int u = 0; u < B; u++) v[u] = value(i0 + u * GPU_WARP);
 #pragma unroll
-        for (int u = 0; u < B; u++)
-            if (i0 + u * GPU_WARP < end) f(i0 + u * GPU_WARP, v[u]);
+        for (int u = 0; u < B; u++) f(i0 + u * GPU_WARP, v[u]);
     }
+    for (; i0 < end; i0 += GPU_WARP) f(i0, value(i0));
 }
 
 template <int XT, int WT>
@@ -200,24 +203,27 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_WARP, GPU_SM_BLOCKS_AT_MOST(GPU_BWD_WIDE_MIN_BL
                 for (int t = t_lo + lane; t < t_hi; t += GPU_WARP) gpu_copy4_async(to + (t - 64 * col), row.dy + (t0 + t));
             }
             gpu_copy_wait();
-        } else {
-            gpu_bwd_wide_batched(
-                -front, x_end, lane,
-                [&](int r) { return x0 + r >= 0 && x0 + r < L ? gpu_elem<XT>::widen(row.x[x0 + r]) : row.xp(a, x0 + r); },
-                [&](int r, float v) {
-                    float *s1, *s2;
-                    x_slots(r, s1, s2);
-                    if (s1) *s1 = v;
-                    if (s2) *s2 = v;
-                });
-            gpu_bwd_wide_batched(
-                -front, n_out, lane, [&](int t) { return gpu_elem<XT>::widen(row.dy[t0 + t]); },
-                [&](int t, float v) {
-                    float *s1, *s2;
-                    g_slots(t, s1, s2);
-                    if (s1) *s1 = v;
-                    if (s2) *s2 = v;
-                });
+        } else { /* 16-bit: loads widened, batched */
+            auto x_store = [&](int r, float v) {
+                float *s1, *s2;
+                x_slots(r, s1, s2);
+                if (s1) *s1 = v;
+                if (s2) *s2 = v;
+            };
+            auto g_store = [&](int t, float v) {
+                float *s1, *s2;
+                g_slots(t, s1, s2);
+                if (s1) *s1 = v;
+                if (s2) *s2 = v;
+            };
+            /* rel positions [in_lo, in_hi) lie in the row: loads with no test; the
+             * others by the padding mode */
+            const int in_lo = (int)gpu_min64(gpu_max64(-front, -x0), x_end);
+            const int in_hi = (int)gpu_max64(gpu_min64(x_end, L - x0), in_lo);
+            for (int r = -front + lane; r < in_lo; r += GPU_WARP) x_store(r, row.xp(a, x0 + r));
+            gpu_bwd_wide_batched(in_lo, in_hi, lane, [&](int r) { return gpu_elem<XT>::widen(row.x[x0 + r]); }, x_store);
+            for (int r = in_hi + lane; r < x_end; r += GPU_WARP) x_store(r, row.xp(a, x0 + r));
+            gpu_bwd_wide_batched(-front, n_out, lane, [&](int t) { return gpu_elem<XT>::widen(row.dy[t0 + t]); }, g_store);
         }
         gpu_sync_warp();
 

@@ -1,8 +1,8 @@
 /*
  * What the backward kernels share: reading one row's padded input, recomputing an
  * output's pre-activation and its g exactly as the contract says (the forward's sum,
- * then dwconv_activation_grad), and the fixed tree of the weight and bias sums as a
- * running stack. Included by gpu_kernels.cuh.
+ * then gpu_activation_grad: dwconv_activation_grad's bits), and the fixed tree of the
+ * weight and bias sums as a running stack. Included by gpu_kernels.cuh.
  */
 #ifndef DWCONV_GPU_BWD_COMMON_CUH
 #define DWCONV_GPU_BWD_COMMON_CUH

@@ -44,15 +44,15 @@ DWCONV_HD float dwconv_sigmoid_hot(float z, float t, float yr) {
     return z < 0.0f ? q : yr;
 }
 
+/* silu's g from s = sigmoid(z): dy * (s * fmaf(z, 1 - s, 1)), each operation rounded. */
+DWCONV_HD float dwconv_silu_grad(float z, float s, float dy) { return dy * (s * DWCONV_FMAF(z, 1.0f - s, 1.0f)); }
+
 /* g = dy * act'(z) for the pre-activation z (the forward's acc before the activation):
  *   none: dy;  relu: z > 0 ? dy : +0 (NaN z gives +0, as PyTorch's relu backward);
  *   silu: s = sigmoid(z), g = dy * (s * fmaf(z, 1 - s, 1)). */
 DWCONV_HD float dwconv_activation_grad(int activation, float z, float dy) {
     if (activation == DWCONV_ACT_RELU) return z > 0.0f ? dy : 0.0f;
-    if (activation == DWCONV_ACT_SILU) {
-        const float s = dwconv_sigmoid(z);
-        return dy * (s * DWCONV_FMAF(z, 1.0f - s, 1.0f));
-    }
+    if (activation == DWCONV_ACT_SILU) return dwconv_silu_grad(z, dwconv_sigmoid(z), dy);
     return dy;
 }
 

@@ -15,8 +15,8 @@
 /* silu's gradient where the hot path below does not hold (|z| > 86, NaN), out of line:
  * inlined at every call site of an unrolled pass, the scalar function's exponential and
  * division more than doubled the warp kernel's code (causal K4 silu: 10,664
- * instructions, half of its stalls waiting for instructions; bench/RESULTS-gpu.md,
- * run O). */
+ * instructions, 43-50% of its stall cycles waiting for instructions;
+ * bench/RESULTS-gpu.md, run O). */
 static __device__ GPU_NOINLINE float gpu_silu_grad_cold(float z, float dy) {
     return dwconv_activation_grad(DWCONV_ACT_SILU, z, dy);
 }
@@ -27,8 +27,7 @@ static __device__ __forceinline__ float gpu_activation_grad(int activation, floa
     if (activation != DWCONV_ACT_SILU) return dwconv_activation_grad(activation, z, dy); /* none, relu */
     if (!(fabsf(z) <= DWCONV_SILU_COLD)) return gpu_silu_grad_cold(z, dy);
     const float t = dwconv_f32_from_bits(dwconv_exp_bits(-fabsf(z)));
-    const float s = dwconv_sigmoid_hot(z, t, gpu_rcp_rn(1.0f + t));
-    return dy * (s * DWCONV_FMAF(z, 1.0f - s, 1.0f));
+    return dwconv_silu_grad(z, dwconv_sigmoid_hot(z, t, gpu_rcp_rn(1.0f + t)), dy);
 }
 
 /* One (b, c) row of the operands a backward kernel reads: element offsets of its

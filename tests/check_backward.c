@@ -387,7 +387,7 @@ static void same_bits(const void *a, const void *b, size_t bytes, const char *wh
 }
 
 START_TEST(random_gradients) {
-    const int cases = op_quick() ? 60 : 400;
+    const int cases = test_quick() ? 60 : 400;
     test_rng rng = test_rng_seed(1200 + (uint64_t)_i);
     dwconv_context *ctx = op_context();
     for (int n = 0; n < cases; n++) {
@@ -449,7 +449,7 @@ END_TEST
  * y and dx element's own error, bounded without the routing (a position gets at most
  * 3 taps per k: direct, reflected or wrapped, from each side). */
 START_TEST(adjoint_identity) {
-    const int cases = op_quick() ? 40 : 200;
+    const int cases = test_quick() ? 40 : 200;
     test_rng rng = test_rng_seed(4200);
     dwconv_context *ctx = op_context();
     for (int n = 0; n < cases; n++) {
@@ -516,7 +516,7 @@ START_TEST(thread_counts_give_the_reference_bits) {
     }
     test_rng rng = test_rng_seed(777);
     const int threads[] = {1, 2, 3, 7};
-    for (int n = 0; n < (op_quick() ? 3 : 8); n++) {
+    for (int n = 0; n < (test_quick() ? 3 : 8); n++) {
         /* large enough for every thread to get work: many rows and chunks */
         const int64_t size[3] = {1 + n % 4, 16 + 13 * n, 300 + 97 * n};
         bw_case sized;

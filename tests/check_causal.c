@@ -329,7 +329,7 @@ static void check_decode(dwconv_context *ctx, test_rng *r, const cz *p, const vo
 START_TEST(every_form_gives_the_whole_runs_bits) {
     test_rng rng = test_rng_seed(1300);
     dwconv_context *ctx = op_context();
-    const int cases = op_quick() ? 30 : 300;
+    const int cases = test_quick() ? 30 : 300;
     for (int n = 0; n < cases; n++) {
         cz p;
         draw_cz(&rng, &p);
@@ -456,7 +456,7 @@ static void check_seq_idx(dwconv_context *ctx, test_rng *r, const cz *p) {
 START_TEST(packed_sequences_give_their_own_bits) {
     test_rng rng = test_rng_seed(1310);
     dwconv_context *ctx = op_context();
-    const int cases = op_quick() ? 30 : 300;
+    const int cases = test_quick() ? 30 : 300;
     for (int n = 0; n < cases; n++) {
         cz p;
         draw_cz(&rng, &p);
@@ -633,7 +633,7 @@ static void check_causal_backward(dwconv_context *ctx, test_rng *r, const cz *p)
 START_TEST(causal_backward_is_the_extended_rows_backward) {
     test_rng rng = test_rng_seed(1320);
     dwconv_context *ctx = op_context();
-    const int cases = op_quick() ? 30 : 300;
+    const int cases = test_quick() ? 30 : 300;
     for (int n = 0; n < cases; n++) {
         cz p;
         draw_cz(&rng, &p);

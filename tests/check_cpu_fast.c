@@ -13,6 +13,7 @@
  * Inputs are random floats, not exact small integers: the sums round, so only the
  * same operations in the same order give the same bits.
  *
+ * DWCONV_TEST_QUICK=1 runs a quarter of the random descriptors (the sanitizer builds).
  * DWCONV_TEST_SEED=n in the environment changes the base seed (failure messages name
  * the descriptor, the flavour and the thread count).
  */
@@ -166,11 +167,16 @@ static void random_descriptors(uint64_t seed, int count, int64_t max_length, int
     }
 }
 
-START_TEST(random_small) { random_descriptors(base_seed() + (uint64_t)_i * 1000003u, 60, 300, 40); }
+/* DWCONV_TEST_QUICK=1 (the sanitizer builds): a quarter of the random descriptors */
+START_TEST(random_small) {
+    random_descriptors(base_seed() + (uint64_t)_i * 1000003u, test_quick() ? 15 : 60, 300, 40);
+}
 END_TEST
 
 /* rows long enough for the direct stretch and several tiles */
-START_TEST(random_long) { random_descriptors(base_seed() + 77u + (uint64_t)_i * 1000003u, 15, 5000, 6); }
+START_TEST(random_long) {
+    random_descriptors(base_seed() + 77u + (uint64_t)_i * 1000003u, test_quick() ? 4 : 15, 5000, 6);
+}
 END_TEST
 
 /* ---- targeted shapes -------------------------------------------------------------------- */

@@ -99,7 +99,7 @@ static void check_desc(dwconv_context *ctx, const dwconv_desc *d, const int64_t 
 
 START_TEST(random_descriptors) {
     const int family = _i;
-    const int count = (family == GPU_FAMILY_AUTO ? 300 : 100) / (gpu_test_quick() ? 10 : 1);
+    const int count = (family == GPU_FAMILY_AUTO ? 300 : 100) / (test_quick() ? 10 : 1);
     dwconv_context *ctx = gpu_context(family, 1);
     test_rng rng = test_rng_seed(4000 + (uint64_t)family);
     int fitted = 0;
@@ -142,7 +142,7 @@ static dwconv_desc shape(int64_t B, int64_t C, int64_t L, int64_t K, dwconv_dtyp
 }
 
 START_TEST(targeted_shapes) {
-    const int q = gpu_test_quick(); /* small sizes for compute-sanitizer */
+    const int q = test_quick(); /* small sizes for compute-sanitizer */
     dwconv_context *ctx = gpu_context(GPU_FAMILY_AUTO, 0);
     test_rng rng = test_rng_seed(77);
     dwconv_desc d;
@@ -438,7 +438,7 @@ int main(void) {
     tcase_add_test(t, targeted_shapes);
     tcase_add_test(t, misaligned_and_odd);
     gpu_device_add(t, over_two_billion_elements, "over_two_billion_elements",
-                   gpu_test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
+                   test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, host_pointer_is_rejected);

@@ -102,7 +102,7 @@ static void check_desc(dwconv_context *ctx, test_rng *rng, const dwconv_desc *d,
 START_TEST(random_descriptors) {
     dwconv_context *ctx = gpu_context();
     test_rng rng = test_rng_seed(1202);
-    const int n = gpu_test_quick() ? 40 : 300;
+    const int n = test_quick() ? 40 : 300;
     for (int i = 0; i < n; i++) {
         dwconv_desc d = test_random_desc(&rng, 3000, 40);
         check_desc(ctx, &rng, &d, GPU_CASE_ANY_STRIDES, 0, i % 3 == 2 ? 1 : 0);
@@ -163,7 +163,7 @@ START_TEST(causal_with_states) {
     dwconv_context *ctx = gpu_context();
     test_rng rng = test_rng_seed(1205);
     static const int64_t lengths[] = {1, 5, 300, 1000, 4099};
-    for (int i = 0; i < (gpu_test_quick() ? 20 : 80); i++) {
+    for (int i = 0; i < (test_quick() ? 20 : 80); i++) {
         dwconv_desc d;
         dwconv_desc_init(&d, 1 + i % 4, 1 + 37 * (i % 3), lengths[i % 5], 2 + i % 4);
         d.dilation = i % 5 == 4 ? 3 : 1;
@@ -250,7 +250,7 @@ int main(void) {
     tcase_add_test(t, targeted_shapes);
     tcase_add_test(t, causal_with_states);
     gpu_device_add(t, over_two_billion_elements, "over_two_billion_elements",
-                   gpu_test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
+                   test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
     suite_add_tcase(s, t);
     t = tcase_create("streams");
     tcase_set_timeout(t, 0);

@@ -240,7 +240,7 @@ int check_shapes(test_rng *rng, int *runs) {
 int check_staged(test_rng *rng, int *runs) {
     static const int64_t lengths[] = {520, 2100, 4160, 4200, 6200};
     int failures = 0;
-    for (int i = 0; i < (gpu_test_quick() ? 30 : 100); i++) {
+    for (int i = 0; i < (test_quick() ? 30 : 100); i++) {
         static const int64_t stepped[][3] = {{3, 2, 1}, {3, 1, 2}, {3, 1, 4}, {5, 1, 2}, {7, 1, 2}}; /* K, S, D */
         const bool nlc = i % 2, step = !nlc && i % 6 == 2;
         const int64_t *kind = stepped[i / 6 % 5];
@@ -270,7 +270,7 @@ int check_wide(test_rng *rng, int *runs) {
     static const int64_t lengths[] = {520, 2100, 4160, 4200, 6200};
     static const int64_t ks[] = {GPU_BWD_WARP_MAX_K + 1, 15, 31, GPU_BWD_WIDE_MAX_K};
     int failures = 0;
-    for (int i = 0; i < (gpu_test_quick() ? 12 : 48); i++) {
+    for (int i = 0; i < (test_quick() ? 12 : 48); i++) {
         const int64_t K = i % 5 == 4 ? test_rng_range(rng, GPU_BWD_WARP_MAX_K + 1, GPU_BWD_WIDE_MAX_K) : ks[i % 5];
         dwconv_desc d;
         dwconv_desc_init(&d, 1 + i % 2, 1 + i % 3, lengths[i % 5] + i / 5 % 3, K);
@@ -291,7 +291,7 @@ int main(void) {
     printf("check_gpu_backward_emulated: SKIP: no ucontext.h to run GPU threads on\n");
     return 77;
 #endif
-    const int cases = gpu_test_quick() ? 40 : 200;
+    const int cases = test_quick() ? 40 : 200;
     test_rng rng = test_rng_seed(20261202);
     int failures = 0, runs = 0;
     for (int i = 0; i < cases; i++) {
@@ -302,7 +302,7 @@ int main(void) {
     failures += check_staged(&rng, &runs);
     failures += check_wide(&rng, &runs);
     /* the causal backward, states given or not, every kernel's layout and length */
-    for (int i = 0; i < (gpu_test_quick() ? 24 : 96); i++) {
+    for (int i = 0; i < (test_quick() ? 24 : 96); i++) {
         static const int64_t lengths[] = {1, 3, 70, 700, 2100};
         dwconv_desc d;
         dwconv_desc_init(&d, 1 + i % 3, 1 + i % 7, lengths[i % 5], 1 + test_rng_range(&rng, 0, i % 4 ? 4 : 12));

@@ -234,7 +234,7 @@ static void forward_random(test_rng *rng, int i, int bad) {
 
 START_TEST(random_causal_forwards) {
     test_rng rng = test_rng_seed(1300);
-    const int count = gpu_test_quick() ? 30 : 300;
+    const int count = test_quick() ? 30 : 300;
     for (int i = 0; i < count; i++) forward_random(&rng, i, 0);
 }
 END_TEST
@@ -249,7 +249,7 @@ END_TEST
 /* Chunked prefill: B4 C5120 L4096 K4 bf16 in 4 chunks, each continuing in place from
  * the last, gives one call's outputs bit for bit; and the cpu's final states. */
 START_TEST(chunked_prefill_equals_one_call) {
-    const int q = gpu_test_quick();
+    const int q = test_quick();
     const int64_t B = 4, C = q ? 64 : 5120, L = 4096, K = 4, chunks = 4, Lc = L / chunks;
     for (int layout = 0; layout < 2; layout++) {
         test_rng rng = test_rng_seed(1302 + layout);
@@ -305,7 +305,7 @@ END_TEST
 /* Packed varlen: 64 sequences of random lengths 1..4096, C2048 K4 bf16 NLC, with
  * initial and final states in place. */
 START_TEST(packed_varlen_serving_shape) {
-    const int q = gpu_test_quick();
+    const int q = test_quick();
     test_rng rng = test_rng_seed(1303);
     const int64_t N = q ? 8 : 64;
     int32_t cu[65];
@@ -420,7 +420,7 @@ static void update_random(test_rng *rng, int i, int bad) {
 
 START_TEST(random_decodes) {
     test_rng rng = test_rng_seed(1310);
-    const int count = gpu_test_quick() ? 30 : 300;
+    const int count = test_quick() ? 30 : 300;
     for (int i = 0; i < count; i++) update_random(&rng, i, 0);
 }
 END_TEST
@@ -435,7 +435,7 @@ END_TEST
 /* The serving decode: B64 C5120 K4, bf16 and f32, one token (slot b, shift register),
  * then 4 tokens against a pool 4x the batch (circular), three steps each. */
 START_TEST(decode_serving_shapes) {
-    const int q = gpu_test_quick();
+    const int q = test_quick();
     test_rng rng = test_rng_seed(1312);
     for (int dt = 0; dt < 3; dt += 2)
         for (int tokens = 1; tokens <= 4; tokens += 3) {

@@ -344,7 +344,7 @@ int main(void) {
     printf("check_gpu_causal_emulated: SKIP: no ucontext.h to run GPU threads on\n");
     return 77;
 #endif
-    const int cases = gpu_test_quick() ? 60 : 360;
+    const int cases = test_quick() ? 60 : 360;
     /* one stream per operation: a change to the decode's draws leaves the forward's */
     test_rng rng = test_rng_seed(20261213), decode_rng = test_rng_seed(20261202);
     char why[2048];
@@ -361,7 +361,7 @@ int main(void) {
     }
     /* the families that take states and the decode's window must have run (the quick
      * suite draws a sixth of the cases) */
-    const int least = gpu_test_quick() ? 2 : 10;
+    const int least = test_quick() ? 2 : 10;
     for (int f : {GPU_FAMILY_LEAN, GPU_FAMILY_SLIDE})
         if (fused[f] < least) {
             fprintf(stderr, "FAIL the %s family took the states in only %d forwards\n",

@@ -223,7 +223,7 @@ int main(void) {
         fprintf(stderr, "no cpu context: %s\n", dwconv_last_error());
         return 1;
     }
-    const int per_family = gpu_test_quick() ? 12 : 60;
+    const int per_family = test_quick() ? 12 : 60;
     test_rng rng = test_rng_seed(20261201);
     int failures = 0, runs = 0;
     for (int f = GPU_FAMILY_AUTO; f < GPU_FAMILY_COUNT; f++) {

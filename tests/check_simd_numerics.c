@@ -9,7 +9,8 @@
  *
  * The sample: every 97th float bit pattern (97 is coprime with 2^k, so the low bits
  * take every value) plus every pattern of the boundary regions; every pattern with
- * DWCONV_TEST_EXHAUSTIVE=1 (minutes). NaNs are compared bit for bit too: every cpu
+ * DWCONV_TEST_EXHAUSTIVE=1 (minutes); 17 times sparser with DWCONV_TEST_QUICK=1 (the
+ * sanitizer builds). NaNs are compared bit for bit too: every cpu
  * flavour gives the reference's NaN. Exit status 77 (skip) when the flavour is not in
  * this build or this processor lacks its instructions, with the reason printed.
  */
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "core_check.h"
+#include "test_util.h"
 #include "dwconv.h"
 #include "dwconv_numerics.h"
 #include "kernels.h"
@@ -52,10 +54,7 @@ static void widen_of_flavour(dwconv_dtype dtype, const void *in, int64_t n, floa
 }
 #endif
 
-static int exhaustive(void) {
-    const char *env = getenv("DWCONV_TEST_EXHAUSTIVE");
-    return env && *env && strcmp(env, "0") != 0;
-}
+static int exhaustive(void) { return test_exhaustive(); }
 
 /* ---- the sample -------------------------------------------------------------------- */
 
@@ -84,10 +83,11 @@ static void expect_clean(const tally *t) {
 
 typedef void (*batch_fn)(const uint32_t *bits, int n, void *ctx);
 
-/* Every pattern lo, lo + step, ... <= hi, in batches. */
+/* Every pattern lo, lo + step, ... <= hi, in batches (sparser under DWCONV_TEST_QUICK). */
 static void walk(uint64_t lo, uint64_t hi, uint64_t step, batch_fn check, void *ctx) {
     static uint32_t bits[BATCH];
     int n = 0;
+    step = test_sweep_step(step);
     for (uint64_t u = lo; u <= hi; u += step) {
         bits[n++] = (uint32_t)u;
         if (n == BATCH) check(bits, n, ctx), n = 0;

@@ -295,8 +295,3 @@ int gpu_case_fit(dwconv_desc *d, int64_t xs[3], int64_t ys[3], int family, test_
     gpu_case_strides(rng, d, cls, xs, ys);
     return gpu_case_applies(d, xs, ys, family);
 }
-
-int gpu_test_quick(void) {
-    const char *quick = getenv("DWCONV_TEST_QUICK");
-    return quick && *quick && strcmp(quick, "0") != 0;
-}

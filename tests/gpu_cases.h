@@ -85,10 +85,6 @@ int gpu_case_applies(const dwconv_desc *desc, const int64_t xs[3], const int64_t
 int gpu_case_fit(dwconv_desc *desc, int64_t xs[3], int64_t ys[3], int family, test_rng *rng,
                  int i);
 
-/* Environment knob for slow tools (compute-sanitizer): DWCONV_TEST_QUICK=1 scales
- * random-case counts down and skips the 2^31-element cases. */
-int gpu_test_quick(void);
-
 #ifdef __cplusplus
 }
 #endif

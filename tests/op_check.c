@@ -41,11 +41,6 @@ int op_backend_usable(char *why, size_t why_size) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-int op_quick(void) {
-    const char *q = getenv("DWCONV_TEST_QUICK");
-    return q && *q && strcmp(q, "0") != 0;
-}
-
 dwconv_context *op_context(void) {
     dwconv_context *ctx = NULL;
     dwconv_status st = dwconv_context_create(&ctx, op_backend(), 0);

@@ -23,8 +23,6 @@ dwconv_backend op_backend(void);
 /* For main: 1 when the backend can run here, asked in a child process so that this
  * process never starts a GPU runtime before Check forks; `why` says what is missing. */
 int op_backend_usable(char *why, size_t why_size);
-/* Whether DWCONV_TEST_QUICK asks for fewer cases. */
-int op_quick(void);
 /* A context on the backend under test (asserts). */
 dwconv_context *op_context(void);
 /* Runs the suite: main's exit status. */

@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dwconv_numerics.h"
@@ -117,4 +118,17 @@ const char *test_desc_string(const dwconv_desc *d) {
              NAME_OF(types, d->dtype), NAME_OF(types, d->weight_dtype),
              NAME_OF(acts, d->activation));
     return text;
+}
+
+static int env_set(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+int test_quick(void) { return env_set("DWCONV_TEST_QUICK"); }
+
+int test_exhaustive(void) { return env_set("DWCONV_TEST_EXHAUSTIVE"); }
+
+uint64_t test_sweep_step(uint64_t step) {
+    return test_quick() && !test_exhaustive() ? step * TEST_QUICK_SPARSER : step;
 }

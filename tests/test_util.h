@@ -32,6 +32,17 @@ float test_get(dwconv_dtype dtype, const void *data, int64_t i);
 void test_poison(void *data, size_t bytes);
 int test_untouched(const void *data, size_t bytes);
 
+/* Environment knobs. DWCONV_TEST_QUICK=1, for slow tools (the sanitizers,
+ * compute-sanitizer): fewer random cases, no 2^31-element cases, sparser value sweeps
+ * (every region still reached). DWCONV_TEST_EXHAUSTIVE=1: the value sweeps walk every
+ * float (minutes); it wins over QUICK. */
+int test_quick(void);
+int test_exhaustive(void);
+/* A value sweep's step between float patterns: times TEST_QUICK_SPARSER when quick
+ * and not exhaustive (odd: an odd step stays coprime with every power of two). */
+#define TEST_QUICK_SPARSER 17
+uint64_t test_sweep_step(uint64_t step);
+
 /* Index of the first differing element (elements of elem_size bytes), or -1. */
 int64_t test_first_difference(const void *a, const void *b, size_t elem_size, int64_t n);
 

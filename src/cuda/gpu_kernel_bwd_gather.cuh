@@ -29,6 +29,19 @@ static __device__ __forceinline__ void gpu_bwd_readers(const gpu_bwd_args &a, in
     *hi = gpu_min64((last + a.pad_left) / a.stride, a.output_length - 1);
 }
 
+/* The taps k in [0, K) of an output whose tap 0 reads j0 that read padded positions
+ * [first, last]: [*ka, *kb], empty where *ka > *kb. */
+static __device__ __forceinline__ void gpu_bwd_taps_reading(int64_t j0, int64_t first, int64_t last,
+                                                            int64_t dilation, int64_t K, int64_t *ka,
+                                                            int64_t *kb) {
+    int64_t lo = first - j0, hi = last - j0; /* k * dilation in [lo, hi] */
+    if (dilation != 1) {
+        lo = lo <= 0 ? 0 : (lo + dilation - 1) / dilation;
+        hi = hi < 0 ? -1 : hi / dilation;
+    }
+    *ka = gpu_max64(lo, 0), *kb = gpu_min64(hi, K - 1);
+}
+
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
@@ -66,12 +79,16 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
         }
         int64_t lo[3], hi[3];
         for (int r = 0; r < 3; r++) gpu_bwd_readers(a, first[r], last[r], &lo[r], &hi[r]);
-        /* every reader once, in increasing order: the ranges by their starts */
-        int order[3] = {0, 1, 2};
+        /* every reader once, in increasing order: the ranges by their readers' starts;
+         * each reader's taps in increasing order: the ranges by position (the three are
+         * disjoint, so their taps are too, in the same order for every reader) */
+        int order[3] = {0, 1, 2}, at[3] = {0, 1, 2};
         for (int x = 1; x < 3; x++)
-            for (int y = x; y > 0 && lo[order[y]] < lo[order[y - 1]]; y--) {
-                const int t = order[y];
-                order[y] = order[y - 1], order[y - 1] = t;
+            for (int y = x; y > 0; y--) {
+                int t;
+                if (lo[order[y]] < lo[order[y - 1]])
+                    t = order[y], order[y] = order[y - 1], order[y - 1] = t;
+                if (first[at[y]] < first[at[y - 1]]) t = at[y], at[y] = at[y - 1], at[y - 1] = t;
             }
         float acc = 0.0f;
         int64_t next = 0; /* outputs below this are done */
@@ -82,11 +99,15 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
                 const int64_t j0 = o * a.stride - a.pad_left;
                 float g = 0.0f;
                 bool have_g = false;
-                for (int64_t k = 0; k < K; k++) {
-                    const int64_t j = j0 + k * a.dilation; /* before the row: the state's */
-                    if ((S > 0 && j < 0 ? j : dwconv_source_index(a.padding_mode, j, L)) != i) continue;
-                    if (!have_g) g = row.g(a, o), have_g = true;
-                    acc = DWCONV_FMAF(g, row.weight(k), acc);
+                for (int p = 0; p < 3; p++) { /* only the taps that read the ranges, not all K */
+                    int64_t ka, kb;
+                    gpu_bwd_taps_reading(j0, first[at[p]], last[at[p]], a.dilation, K, &ka, &kb);
+                    for (int64_t k = ka; k <= kb; k++) {
+                        const int64_t j = j0 + k * a.dilation; /* before the row: the state's */
+                        if ((S > 0 && j < 0 ? j : dwconv_source_index(a.padding_mode, j, L)) != i) continue;
+                        if (!have_g) g = row.g(a, o), have_g = true;
+                        acc = DWCONV_FMAF(g, row.weight(k), acc);
+                    }
                 }
             }
             next = gpu_max64(next, end + 1);

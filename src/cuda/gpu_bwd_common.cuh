@@ -60,8 +60,10 @@ template <int XT, int WT> struct gpu_bwd_row {
 
     __device__ __forceinline__ float weight(int64_t k) const { return gpu_elem<WT>::widen(w[k]); }
 
-    /* g of output o: dy times the activation's derivative at the recomputed z. */
+    /* g of output o: dy times the activation's derivative at the recomputed z (none:
+     * dy itself, and z, K loads through the padding map, is not computed). */
     __device__ __forceinline__ float g(const gpu_bwd_args &a, int64_t o) const {
+        if (a.activation == DWCONV_ACT_NONE) return gpu_elem<XT>::widen(dy[o * dys]);
         float z = bias;
         const int64_t j0 = o * a.stride - a.pad_left;
         for (int64_t k = 0; k < a.kernel_size; k++)

@@ -112,11 +112,11 @@ int run_case(const gpu_bwd_case *c, int shift, int oshift, char *why, size_t why
                  (a.edge_lo > std::max<int64_t>(warp_lo, 0) || a.edge_hi > std::max<int64_t>(warp_hi, 0) ||
                   (a.edge_lo + a.edge_hi > 0) != (gather != 0)))
             wrong = "the gather kernel must take exactly the warp or wide kernel's row ends";
-        else if ((tile || nlc) && a.dx && (a.edge_lo + a.edge_hi > 2 * edge || (edge == 0) != (gather == 0)))
+        else if ((tile || nlc) && a.dx && (a.edge_lo > edge || a.edge_hi > edge || (edge == 0) != (gather == 0)))
             wrong = "the gather kernel must take exactly the row ends of a padding mode";
         else if (warp || wide || tile || nlc)
             ;
-        else if (a.dx && a.ring && (a.edge_lo + a.edge_hi > 2 * edge || (edge == 0) != (gather == 0)))
+        else if (a.dx && a.ring && (a.edge_lo > edge || a.edge_hi > edge || (edge == 0) != (gather == 0)))
             wrong = "the gather kernel must take exactly the row ends of a padding mode";
         else if (a.dx && !a.ring && (a.edge_lo != L || !gather))
             wrong = "without the ring the gather kernel must take every input";
@@ -284,6 +284,34 @@ int check_wide(test_rng *rng, int *runs) {
     return failures;
 }
 
+/* Geometry at the integer limits, each rejected or run: K 1 allows any dilation (the
+ * gather kernel's tap interval once rounded up by adding it), and a padding of 2^62
+ * and more put replicate's unbounded ranges past what int64 arithmetic holds. */
+int check_extreme_geometry(test_rng *rng, int *runs) {
+    static const struct {
+        int64_t L, K, dilation, pad_left, pad_right;
+    } shapes[] = {{2, 1, INT64_MAX, 1, 1},     {2, 1, INT64_MAX - 1, 1, 1},
+                  {2, 1, INT64_MAX - 2, 1, 1}, {1, 1, INT64_MAX, 1, 1},
+                  {1, 2, ((int64_t)1 << 62) + 2, ((int64_t)1 << 62) + 1, 1}};
+    int failures = 0, i = 0, ran = 0;
+    for (const auto &s : shapes)
+        for (int mode = 1; mode < 4; mode++, i++) {
+            dwconv_desc d;
+            dwconv_desc_init(&d, 1, 2, s.L, s.K);
+            d.dilation = s.dilation, d.pad_left = s.pad_left, d.pad_right = s.pad_right;
+            d.padding_mode = (dwconv_padding_mode)mode;
+            /* no activation: g is dy, never zeroed by relu, so a tap lost or doubled shows */
+            if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
+            failures += check_desc(rng, &d, GPU_CHANNEL_FIRST, 0, i, runs);
+            ran++;
+        }
+    if (ran == 0) {
+        fprintf(stderr, "FAIL no geometry at the integer limits was accepted\n");
+        failures++;
+    }
+    return failures;
+}
+
 } // namespace
 
 int main(void) {
@@ -301,6 +329,7 @@ int main(void) {
     failures += check_shapes(&rng, &runs);
     failures += check_staged(&rng, &runs);
     failures += check_wide(&rng, &runs);
+    failures += check_extreme_geometry(&rng, &runs);
     /* the causal backward, states given or not, every kernel's layout and length */
     for (int i = 0; i < (test_quick() ? 24 : 96); i++) {
         static const int64_t lengths[] = {1, 3, 70, 700, 2100};

@@ -3,10 +3,11 @@
  * leaves to it (a few at each end of a row under reflect, replicate or circular
  * padding, whose readers lie anywhere in the row; or every input when the chunk
  * kernel's ring does not fit; the causal backward's state positions and the last S
- * inputs, which the gradient of the final state reaches). The thread finds the padded positions that map to its
- * input, the outputs that read them, and walks those outputs in increasing order and
- * each one's taps in increasing order: exactly the contract's chain. Each reader's g
- * is recomputed where it is first needed.
+ * inputs, which the gradient of the final state reaches). The thread finds the
+ * padded positions that map to its input (at most three ranges), the outputs that read
+ * them, and walks those outputs in increasing order and, in each, the taps that read
+ * the ranges (by interval, not by testing all K) in increasing order: exactly the
+ * contract's chain. Each reader's g is recomputed where it is first needed.
  *
  * Grid: x, strided over all (b, c, input).
  */
@@ -17,11 +18,10 @@
 
 #define GPU_BWD_GATHER_THREADS 128
 
-/* Outputs [lo, hi] whose taps may read padded positions [first, last]. */
+/* Outputs [lo, hi] whose taps may read padded positions [first, last], a range within
+ * those some output reads ([-pad_left, the last output's last tap]). */
 static __device__ __forceinline__ void gpu_bwd_readers(const gpu_bwd_args &a, int64_t first,
                                                        int64_t last, int64_t *lo, int64_t *hi) {
-    const int64_t jmax = (a.output_length - 1) * a.stride - a.pad_left + a.span;
-    first = gpu_max64(first, -a.pad_left), last = gpu_min64(last, jmax);
     *lo = 1, *hi = 0; /* empty */
     if (first > last) return;
     const int64_t v = first + a.pad_left - a.span; /* an output starting here reads first last */
@@ -30,13 +30,14 @@ static __device__ __forceinline__ void gpu_bwd_readers(const gpu_bwd_args &a, in
 }
 
 /* The taps k in [0, K) of an output whose tap 0 reads j0 that read padded positions
- * [first, last]: [*ka, *kb], empty where *ka > *kb. */
+ * [first, last] (within those some output reads, as above): [*ka, *kb], empty where
+ * *ka > *kb. The rounding up adds nothing to lo: K = 1 allows any dilation. */
 static __device__ __forceinline__ void gpu_bwd_taps_reading(int64_t j0, int64_t first, int64_t last,
                                                             int64_t dilation, int64_t K, int64_t *ka,
                                                             int64_t *kb) {
     int64_t lo = first - j0, hi = last - j0; /* k * dilation in [lo, hi] */
     if (dilation != 1) {
-        lo = lo <= 0 ? 0 : (lo + dilation - 1) / dilation;
+        lo = lo <= 0 ? 0 : lo / dilation + (lo % dilation != 0);
         hi = hi < 0 ? -1 : hi / dilation;
     }
     *ka = gpu_max64(lo, 0), *kb = gpu_min64(hi, K - 1);
@@ -68,8 +69,8 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
             if (i <= L - 2) first[2] = last[2] = 2 * (L - 1) - i;
             break;
         case DWCONV_PAD_REPLICATE:
-            if (i == 0) first[1] = INT64_MIN / 2, last[1] = -1;
-            if (i == L - 1) first[2] = L, last[2] = INT64_MAX / 2;
+            if (i == 0) first[1] = INT64_MIN, last[1] = -1;
+            if (i == L - 1) first[2] = L, last[2] = INT64_MAX;
             break;
         case DWCONV_PAD_CIRCULAR:
             first[1] = last[1] = i - L;
@@ -77,18 +78,25 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
             break;
         default: break;
         }
+        /* each range within the positions some output reads: no arithmetic below sees
+         * replicate's unbounded ends, however large the padding */
+        const int64_t jmax = (a.output_length - 1) * a.stride - a.pad_left + a.span;
         int64_t lo[3], hi[3];
-        for (int r = 0; r < 3; r++) gpu_bwd_readers(a, first[r], last[r], &lo[r], &hi[r]);
+        for (int r = 0; r < 3; r++) {
+            first[r] = gpu_max64(first[r], -a.pad_left), last[r] = gpu_min64(last[r], jmax);
+            gpu_bwd_readers(a, first[r], last[r], &lo[r], &hi[r]);
+        }
         /* every reader once, in increasing order: the ranges by their readers' starts;
          * each reader's taps in increasing order: the ranges by position (the three are
          * disjoint, so their taps are too, in the same order for every reader) */
-        int order[3] = {0, 1, 2}, at[3] = {0, 1, 2};
+        int order[3] = {0, 1, 2}, by_pos[3] = {0, 1, 2};
         for (int x = 1; x < 3; x++)
             for (int y = x; y > 0; y--) {
                 int t;
                 if (lo[order[y]] < lo[order[y - 1]])
                     t = order[y], order[y] = order[y - 1], order[y - 1] = t;
-                if (first[at[y]] < first[at[y - 1]]) t = at[y], at[y] = at[y - 1], at[y - 1] = t;
+                if (first[by_pos[y]] < first[by_pos[y - 1]])
+                    t = by_pos[y], by_pos[y] = by_pos[y - 1], by_pos[y - 1] = t;
             }
         float acc = 0.0f;
         int64_t next = 0; /* outputs below this are done */
@@ -101,7 +109,7 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
                 bool have_g = false;
                 for (int p = 0; p < 3; p++) { /* only the taps that read the ranges, not all K */
                     int64_t ka, kb;
-                    gpu_bwd_taps_reading(j0, first[at[p]], last[at[p]], a.dilation, K, &ka, &kb);
+                    gpu_bwd_taps_reading(j0, first[by_pos[p]], last[by_pos[p]], a.dilation, K, &ka, &kb);
                     for (int64_t k = ka; k <= kb; k++) {
                         const int64_t j = j0 + k * a.dilation; /* before the row: the state's */
                         if ((S > 0 && j < 0 ? j : dwconv_source_index(a.padding_mode, j, L)) != i) continue;

@@ -34,14 +34,28 @@ int test_untouched(const void *data, size_t bytes);
 
 /* Environment knobs. DWCONV_TEST_QUICK=1, for slow tools (the sanitizers,
  * compute-sanitizer): fewer random cases, no 2^31-element cases, sparser value sweeps
- * (every region still reached). DWCONV_TEST_EXHAUSTIVE=1: the value sweeps walk every
- * float (minutes); it wins over QUICK. */
+ * (below). DWCONV_TEST_EXHAUSTIVE=1: the value sweeps walk every float (minutes); it
+ * wins over QUICK. */
 int test_quick(void);
 int test_exhaustive(void);
-/* A value sweep's step between float patterns: times TEST_QUICK_SPARSER when quick
- * and not exhaustive (odd: an odd step stays coprime with every power of two). */
+
+/* A value sweep over float patterns from lo by step: u = lo; u <= hi; u =
+ * test_sweep_next(u, step, quick_step), with quick_step = test_sweep_quick_step(step)
+ * taken once. Without QUICK (quick_step 0) every step'th pattern. With it, every
+ * quick_step'th (step times TEST_QUICK_SPARSER, odd: an odd step stays coprime with
+ * every power of two) and, besides, every pattern within TEST_QUICK_EDGE of a multiple
+ * of 2^16: where binades begin and end and where the sweeps' named values lie (86, 112,
+ * infinity, the quiet NaN, 2^-25, ...). */
 #define TEST_QUICK_SPARSER 17
-uint64_t test_sweep_step(uint64_t step);
+#define TEST_QUICK_EDGE 16
+uint64_t test_sweep_quick_step(uint64_t step);
+static inline uint64_t test_sweep_next(uint64_t u, uint64_t step, uint64_t quick_step) {
+    if (!quick_step) return u + step;
+    /* the next edge pattern after u, or the next sparse one, whichever comes first */
+    const uint64_t v = u + 1, m = (v + TEST_QUICK_EDGE) & 0xffffu;
+    const uint64_t edge = m <= 2 * TEST_QUICK_EDGE ? v : v + (0x10000u - m);
+    return edge < u + quick_step ? edge : u + quick_step;
+}
 
 /* Index of the first differing element (elements of elem_size bytes), or -1. */
 int64_t test_first_difference(const void *a, const void *b, size_t elem_size, int64_t n);

@@ -117,11 +117,11 @@ static __device__ __forceinline__ void gpu_bwd_wide_chains(const float *g, const
 }
 
 /* Up to 8 values in flight a lane: f(i, v) for v = value(i), i = first + lane + u *
- * GPU_WARP below end (16-bit staging: plain loads, widened). Whole batches test
- * nothing a value and value() must not branch, so that a lane issues its 8 loads
- * before the first widening waits on memory (a test a value made each load a branch
+ * GPU_WARP below end (16-bit staging: plain loads, widened). A whole batch does no
+ * bounds test per value, and value() must not branch, so a lane issues all 8 loads
+ * before the first widening waits on memory (a test per value made each load a branch
  * of its own, its widening waiting right after it: ncu, bench/RESULTS-gpu.md run O);
- * the batch's tail goes a value at a time. */
+ * what is left after the whole batches goes a value at a time. */
 template <class V, class F>
 static __device__ __forceinline__ void gpu_bwd_wide_batched(int first, int end, int lane, V value, F f) {
     const int B = 8;

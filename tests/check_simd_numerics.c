@@ -10,8 +10,8 @@
  * The sample: every 97th float bit pattern (97 is coprime with 2^k, so the low bits
  * take every value) plus every pattern of the boundary regions; every pattern with
  * DWCONV_TEST_EXHAUSTIVE=1 (minutes); with DWCONV_TEST_QUICK=1 (the sanitizer builds)
- * 17 times sparser plus the patterns near multiples of 2^16 (tests/test_util.h). NaNs are compared bit for bit too: every cpu
- * flavour gives the reference's NaN. Exit status 77 (skip) when the flavour is not in
+ * 17 times sparser plus the patterns near multiples of 2^16 (tests/test_util.h). NaNs
+ * are compared bit for bit too: every cpu flavour gives the reference's NaN. Exit status 77 (skip) when the flavour is not in
  * this build or this processor lacks its instructions, with the reason printed.
  */
 #include <config.h>
@@ -53,8 +53,6 @@ static void widen_of_flavour(dwconv_dtype dtype, const void *in, int64_t n, floa
     kernels->gather(dtype, in, 1, n, out);
 }
 #endif
-
-static int exhaustive(void) { return test_exhaustive(); }
 
 /* ---- the sample -------------------------------------------------------------------- */
 
@@ -107,7 +105,7 @@ static void walk_both(uint32_t lo, uint32_t hi, batch_fn check, void *ctx) {
  * edges (86, 112, the normal/subnormal edge of its results near -87.3 .. -92), the
  * f16 subnormals and overflow, the top of every binade, infinities and NaNs. */
 static void sample(batch_fn check, void *ctx) {
-    if (exhaustive()) {
+    if (test_exhaustive()) {
         walk(0, 0xffffffffu, 1, check, ctx);
         return;
     }
@@ -245,15 +243,15 @@ static int find_flavour(void) {
 int main(void) {
     int skip = find_flavour();
     if (skip) return skip;
-    printf("flavour %s%s\n", FLAVOUR, exhaustive() ? " (exhaustive: every float)" : "");
+    printf("flavour %s%s\n", FLAVOUR, test_exhaustive() ? " (exhaustive: every float)" : "");
     Suite *s = suite_create("simd_numerics");
-    TCase *tc = core_tcase(s, "activations", exhaustive() ? 7200 : 300, NULL, NULL);
+    TCase *tc = core_tcase(s, "activations", test_exhaustive() ? 7200 : 300, NULL, NULL);
     tcase_add_test(tc, silu);
     tcase_add_test(tc, exp_of_x);
     tcase_add_test(tc, exp_of_minus_x);
     tcase_add_test(tc, relu);
     tcase_add_test(tc, none);
-    tc = core_tcase(s, "conversions", exhaustive() ? 7200 : 300, NULL, NULL);
+    tc = core_tcase(s, "conversions", test_exhaustive() ? 7200 : 300, NULL, NULL);
     tcase_add_test(tc, narrow);
     tcase_add_test(tc, widen);
     return core_run(s, 0);

@@ -43,6 +43,16 @@ static __device__ __forceinline__ void gpu_bwd_taps_reading(int64_t j0, int64_t 
     *ka = gpu_max64(lo, 0), *kb = gpu_min64(hi, K - 1);
 }
 
+/* idx[0..2] ordered by key[idx[.]], ties kept in index order. */
+static __device__ __forceinline__ void gpu_order3(const int64_t key[3], int idx[3]) {
+    idx[0] = 0, idx[1] = 1, idx[2] = 2;
+    for (int x = 1; x < 3; x++)
+        for (int y = x; y > 0 && key[idx[y]] < key[idx[y - 1]]; y--) {
+            const int t = idx[y];
+            idx[y] = idx[y - 1], idx[y - 1] = t;
+        }
+}
+
 template <int XT, int WT>
 __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kernel(gpu_bwd_args a) {
     typedef typename gpu_elem<XT>::raw raw;
@@ -89,15 +99,8 @@ __global__ __launch_bounds__(GPU_BWD_GATHER_THREADS) void dwconv_bwd_gather_kern
         /* every reader once, in increasing order: the ranges by their readers' starts;
          * each reader's taps in increasing order: the ranges by position (the three are
          * disjoint, so their taps are too, in the same order for every reader) */
-        int order[3] = {0, 1, 2}, by_pos[3] = {0, 1, 2};
-        for (int x = 1; x < 3; x++)
-            for (int y = x; y > 0; y--) {
-                int t;
-                if (lo[order[y]] < lo[order[y - 1]])
-                    t = order[y], order[y] = order[y - 1], order[y - 1] = t;
-                if (first[by_pos[y]] < first[by_pos[y - 1]])
-                    t = by_pos[y], by_pos[y] = by_pos[y - 1], by_pos[y - 1] = t;
-            }
+        int order[3], by_pos[3];
+        gpu_order3(lo, order), gpu_order3(first, by_pos);
         float acc = 0.0f;
         int64_t next = 0; /* outputs below this are done */
         for (int r = 0; r < 3; r++) {

@@ -11,10 +11,12 @@
  * process). DWCONV_TEST_QUICK=1 shrinks it for compute-sanitizer (tests/gpu_cases.h).
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwconv_numerics.h"
 #include "gpu_cases.h"
 #include "gpu_device.h"
 #include "gpu_families.h"
@@ -205,6 +207,59 @@ START_TEST(misaligned_and_odd) {
                 d.padding = DWCONV_PADDING_SAME;
                 d.weight_dtype = layout ? DWCONV_F32 : d.dtype;
                 check_desc(ctx, &d, NULL, NULL, &rng, 1, 1);
+            }
+        dwconv_context_destroy(ctx);
+    }
+}
+END_TEST
+
+/* silu rounded to a 16-bit output where the contract's value lies next to a rounding
+ * boundary of that type. The CUDA kernels' bf16 path rounds a cheaper approximation
+ * of silu wherever that gives the same bf16, and must take the contract's silu here
+ * (src/cuda/gpu_elements.cuh, gpu_activate_fixed; bench/gpu/silu_exhaustive.cu counts
+ * the floats that would round to another bf16 without that test). Pre-activations
+ * z drawn on the host so that silu(z) +- 2^-20 of itself (8 to 16 units in its last
+ * place) rounds two ways; x = 1, no
+ * bias and weights (0, .., 0, z_c) make every output of channel c silu(z_c) exactly
+ * (causal padding: the last tap reads x[o]); through every family that runs the
+ * shape, both layouts, bf16 and f16. */
+static float silu_near_tie(test_rng *rng, dwconv_dtype dtype) {
+    for (;;) {
+        const float range = test_rng_next(rng) % 8 ? 16.0f : 86.0f;
+        const float z = range * test_rng_float(rng), y = dwconv_silu(z);
+        const float lo = y - fabsf(y) * 0x1p-20f, hi = y + fabsf(y) * 0x1p-20f;
+        const int two_ways = dtype == DWCONV_BF16 ? dwconv_f32_to_bf16(lo) != dwconv_f32_to_bf16(hi)
+                                                  : dwconv_f32_to_f16(lo) != dwconv_f32_to_f16(hi);
+        if (two_ways) return z;
+    }
+}
+
+START_TEST(silu_near_rounding_ties) {
+    const int64_t C = test_quick() ? 128 : 2048;
+    test_rng rng = test_rng_seed(20261206);
+    for (int f = GPU_FAMILY_AUTO; f < GPU_FAMILY_COUNT; f++) {
+        dwconv_context *ctx = gpu_context(f, 0);
+        for (int dt = DWCONV_F16; dt <= DWCONV_BF16; dt++)
+            for (int layout = 0; layout < 2; layout++) {
+                dwconv_desc d = shape(1, C, f == GPU_FAMILY_AUTO ? 4096 : 300, 4, (dwconv_dtype)dt,
+                                      (dwconv_layout)layout);
+                d.padding = DWCONV_PADDING_CAUSAL, d.weight_dtype = DWCONV_F32;
+                d.activation = DWCONV_ACT_SILU;
+                gpu_case c;
+                char why[1024];
+                ck_assert_msg(gpu_case_make(&c, &d, NULL, NULL, &rng, 0, cpu, why, sizeof why) == 0,
+                              "%s", why);
+                const uint16_t one = dt == DWCONV_BF16 ? 0x3f80 : 0x3c00;
+                for (int64_t i = 0; i < c.x_elements; i++) ((uint16_t *)c.x)[i] = one;
+                float *w = (float *)c.weight;
+                for (int64_t ch = 0; ch < C; ch++) {
+                    for (int k = 0; k < 3; k++) w[ch * 4 + k] = 0.0f;
+                    w[ch * 4 + 3] = silu_near_tie(&rng, (dwconv_dtype)dt);
+                }
+                ck_assert_msg(gpu_case_expect(&c, cpu, why, sizeof why) == 0, "%s", why);
+                const dwconv_status st = run_case(ctx, &c, 0, 1);
+                ck_assert_msg(st == DWCONV_SUCCESS, "%s: %s", test_desc_string(&d), run_error);
+                gpu_case_free(&c);
             }
         dwconv_context_destroy(ctx);
     }
@@ -437,6 +492,7 @@ int main(void) {
     tcase_add_loop_test(t, random_descriptors, GPU_FAMILY_AUTO, GPU_FAMILY_COUNT);
     tcase_add_test(t, targeted_shapes);
     tcase_add_test(t, misaligned_and_odd);
+    tcase_add_test(t, silu_near_rounding_ties);
     gpu_device_add(t, over_two_billion_elements, "over_two_billion_elements",
                    test_quick() ? "DWCONV_TEST_QUICK is set" : NULL);
     suite_add_tcase(s, t);

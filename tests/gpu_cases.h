@@ -51,6 +51,10 @@ int gpu_case_make(gpu_case *c, const dwconv_desc *desc, const int64_t *xs, const
                   test_rng *rng, int with_bias, dwconv_context *cpu, char *why, size_t why_size);
 void gpu_case_free(gpu_case *c);
 
+/* Computes c's expected again (after a caller changed its x, weight or bias): 0, or -1
+ * with a message (c is left to the caller to free). */
+int gpu_case_expect(gpu_case *c, dwconv_context *cpu, char *why, size_t why_size);
+
 /* 0 when y (the whole extent) equals expected bit for bit; else -1 and why names the
  * first differing byte's output (b, c, o) or gap, both values, whether y still holds
  * the poison there, and what the scalar reference says. */

@@ -28,12 +28,12 @@ void gpu_emulated_activate(int act, const float *in, int64_t n, float *out) {
     for (; i + 8 <= n; i += 8) {
         float v[8];
         for (int k = 0; k < 8; k++) v[k] = in[i + k];
-        gpu_activate_all<8>(act, v);
+        gpu_activate_all<8, DWCONV_F32>(act, v);
         for (int k = 0; k < 8; k++) out[i + k] = v[k];
     }
     for (; i < n; i++) {
         float v[1] = {in[i]};
-        gpu_activate_all<1>(act, v);
+        gpu_activate_all<1, DWCONV_F32>(act, v);
         out[i] = v[0];
     }
 }

@@ -9,10 +9,13 @@
  *   3. the silu's error against x / (1 + e^-x) in long double over every float: the
  *      largest in ulp where the result is normal, a histogram, the largest in 2^-149
  *      spacings where it is subnormal or zero;
+ *   5. the kernels' bf16 path (gpu_silu_rough where no near tie) rounded to bf16 against the
+ *      contract's silu rounded to bf16, every float; the rough value's largest distance
+ *      from the contract's in f32 units (it must stay within GPU_SILU_ROUGH_ULPS);
  *   4. timing, CUDA events, median of 15: a copy, silu 0.2 and silu 0.1 (the old
  *      exponential and __fdiv_rn) over 1 GiB of f32 and of bf16 (the kernels' load,
  *      widen, activate, round, store), and silu alone in a compute-bound loop.
- * Exit status 0 when 1 and 2 hold, 1 when they do not, 2 when there is no device.
+ * Exit status 0 when 1, 2 and 5 hold, 1 when they do not, 2 when there is no device.
  *
  * From the source tree (nvcc 13; the host part may use any C++11 compiler):
  *   nvcc -O3 --fmad=false -gencode arch=compute_90,code=sm_90 -Xcompiler -ffp-contract=off \
@@ -31,6 +34,8 @@
 #include <thread>
 #include <vector>
 
+/* part 5 proves the bf16 path that the module builds only with this flag */
+#define DWCONV_GPU_SILU_ROUGH 1
 #include "gpu_elements.cuh"
 
 #define CHECK_CUDA(call)                                                                    \
@@ -86,9 +91,83 @@ __global__ void silu_chunk(uint32_t base, uint32_t count, float *out) {
     float v[8];
 #pragma unroll
     for (int k = 0; k < 8; k++) v[k] = dwconv_f32_from_bits(base + i + (uint32_t)k);
-    gpu_activate_all<8>(DWCONV_ACT_SILU, v);
+    gpu_activate_all<8, DWCONV_F32>(DWCONV_ACT_SILU, v);
 #pragma unroll
     for (int k = 0; k < 8; k++) out[i + k] = v[k];
+}
+
+/* ---- 5. silu rounded to bf16 --------------------------------------------------------- */
+
+struct bf16_tally {
+    unsigned long long checked, differ, near_tie, hot, rough_differs;
+    unsigned long long f16_near[2], f16_differs; /* f16 (no such path yet): near ties at 32 and 8 units */
+    unsigned long long test_drawn, test_catches; /* tests/check_gpu.c's draws, and those the rough value alone gets wrong */
+    unsigned first;   /* first x whose bf16 differs, or 0xffffffff */
+    unsigned max_ulps; /* largest |bits(rough) - bits(contract)| where |x| <= 86 */
+};
+
+/* Every float x, 8 consecutive a thread as a 16-bit kernel holds them: the kernels'
+ * bf16 path (gpu_activate_all<8, DWCONV_BF16>, then the kernels' rounding) against the
+ * contract's silu rounded the same way (gpu_silu_exact, which part 1 proves equal to
+ * dwconv_silu); and the rough value's distance from the contract's in f32 units. */
+__global__ void bf16_all(bf16_tally *t) {
+    unsigned long long checked = 0, differ = 0, near = 0, hot = 0, rough_differs = 0;
+    unsigned long long f16_near[2] = {0, 0}, f16_differs = 0, drawn = 0, catches = 0;
+    unsigned max_ulps = 0;
+    for (uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (1ull << 29);
+         g += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t base = (uint32_t)(g * 8);
+        float v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = dwconv_f32_from_bits(base + (uint32_t)k);
+        gpu_activate_all<8, DWCONV_BF16>(DWCONV_ACT_SILU, v);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float x = dwconv_f32_from_bits(base + (uint32_t)k), exact = gpu_silu_exact(x);
+            const uint16_t got = gpu_elem<DWCONV_BF16>::narrow(v[k]), want = gpu_elem<DWCONV_BF16>::narrow(exact);
+            const bool both_nan = v[k] != v[k] && exact != exact;
+            checked++;
+            if (got != want && !both_nan) {
+                differ++;
+                atomicMin(&t->first, base + (uint32_t)k);
+            }
+#if GPU_SILU_ROUGH
+            if (fabsf(x) <= DWCONV_SILU_COLD) {
+                const float r = gpu_silu_rough(x);
+                const int64_t d = (int64_t)dwconv_f32_bits(r) - (int64_t)dwconv_f32_bits(exact);
+                const unsigned ad = (unsigned)(d < 0 ? -d : d);
+                hot++;
+                if (ad > max_ulps) max_ulps = ad;
+                if (gpu_bf16_near_tie(r)) near++;
+                if (gpu_elem<DWCONV_BF16>::narrow(r) != want) rough_differs++; /* what the test of near ties guards */
+                /* silu_near_rounding_ties draws z where exact +- 2^-20 of itself rounds two ways */
+                if (fabsf(x) <= 86.0f && gpu_elem<DWCONV_BF16>::narrow(exact - fabsf(exact) * 0x1p-20f) !=
+                                             gpu_elem<DWCONV_BF16>::narrow(exact + fabsf(exact) * 0x1p-20f)) {
+                    drawn++;
+                    if (gpu_elem<DWCONV_BF16>::narrow(r) != want) catches++;
+                }
+                /* f16 would round at bit 13 where |y| >= 2^-14 (a normal f16) */
+                const uint32_t a = dwconv_f32_bits(r) & 0x7fffffffu;
+                for (int m = 0; m < 2; m++) {
+                    const uint32_t M = m ? 8u : 32u;
+                    if (a < 0x38800000u || ((a + (M - 0x1000u)) & 0x1fffu) <= 2u * M) f16_near[m]++;
+                }
+                if (gpu_elem<DWCONV_F16>::narrow(r) != gpu_elem<DWCONV_F16>::narrow(exact)) f16_differs++;
+            }
+#endif
+        }
+    }
+    atomicAdd(&t->checked, checked);
+    atomicAdd(&t->differ, differ);
+    atomicAdd(&t->near_tie, near);
+    atomicAdd(&t->hot, hot);
+    atomicAdd(&t->rough_differs, rough_differs);
+    atomicAdd(&t->f16_near[0], f16_near[0]);
+    atomicAdd(&t->f16_near[1], f16_near[1]);
+    atomicAdd(&t->f16_differs, f16_differs);
+    atomicAdd(&t->test_drawn, drawn);
+    atomicAdd(&t->test_catches, catches);
+    atomicMax(&t->max_ulps, max_ulps);
 }
 
 /* ---- 2. the reciprocal ---------------------------------------------------------------- */
@@ -136,7 +215,7 @@ __global__ void fill_inputs_bf16(const float *x, uint32_t *x16, size_t words) {
                  (uint32_t)dwconv_f32_to_bf16(x[2 * i + 1]) << 16;
 }
 
-enum { ACT_COPY, ACT_NEW, ACT_OLD };
+enum { ACT_COPY, ACT_NEW, ACT_OLD, ACT_EXACT };
 
 /* f32: one 16-byte vector of 4 values a thread */
 template <int WHICH> __global__ void stream_f32(const uint4 *x, uint4 *y, size_t vectors) {
@@ -144,7 +223,7 @@ template <int WHICH> __global__ void stream_f32(const uint4 *x, uint4 *y, size_t
     if (i >= vectors) return;
     float v[4];
     gpu_vec_widen<DWCONV_F32>(gpu_load16(x + i), v);
-    if (WHICH == ACT_NEW) gpu_activate_all<4>(DWCONV_ACT_SILU, v);
+    if (WHICH == ACT_NEW) gpu_activate_all<4, DWCONV_F32>(DWCONV_ACT_SILU, v);
     if (WHICH == ACT_OLD) old_activate_all<4>(v);
     gpu_store16(y + i, gpu_vec_narrow<DWCONV_F32>(v));
 }
@@ -155,7 +234,8 @@ template <int WHICH> __global__ void stream_bf16(const uint4 *x, uint4 *y, size_
     if (i >= vectors) return;
     float v[8];
     gpu_vec_widen<DWCONV_BF16>(gpu_load16(x + i), v);
-    if (WHICH == ACT_NEW) gpu_activate_all<8>(DWCONV_ACT_SILU, v);
+    if (WHICH == ACT_NEW) gpu_activate_all<8, DWCONV_BF16>(DWCONV_ACT_SILU, v); /* rough where it may */
+    if (WHICH == ACT_EXACT) gpu_activate_all<8, DWCONV_F32>(DWCONV_ACT_SILU, v); /* the contract's everywhere */
     if (WHICH == ACT_OLD) old_activate_all<8>(v);
     gpu_store16(y + i, gpu_vec_narrow<DWCONV_BF16>(v));
 }
@@ -170,7 +250,7 @@ template <int WHICH> __global__ void chain(const float *x, float *y, size_t n) {
 #pragma unroll
     for (int k = 0; k < 8; k++) v[k] = x[i + k], x0[k] = 0.5f * v[k];
     for (int it = 0; it < ITER; it++) {
-        if (WHICH == ACT_NEW) gpu_activate_all<8>(DWCONV_ACT_SILU, v);
+        if (WHICH == ACT_NEW) gpu_activate_all<8, DWCONV_F32>(DWCONV_ACT_SILU, v);
         else old_activate_all<8>(v);
 #pragma unroll
         for (int k = 0; k < 8; k++) v[k] = v[k] * 0.5f + x0[k];
@@ -182,7 +262,7 @@ template <int WHICH> __global__ void chain(const float *x, float *y, size_t n) {
 /* for cuobjdump: one load, the silu, one store */
 __global__ void sass_silu_new(const float *x, float *y) {
     float v[1] = {x[threadIdx.x]};
-    gpu_activate_all<1>(DWCONV_ACT_SILU, v);
+    gpu_activate_all<1, DWCONV_F32>(DWCONV_ACT_SILU, v);
     y[threadIdx.x] = v[0];
 }
 __global__ void sass_silu_old(const float *x, float *y) { y[threadIdx.x] = old_silu(x[threadIdx.x]); }
@@ -319,6 +399,28 @@ int main() {
                                 (b + 1) / 10.0, all.hist[b]);
     printf("\n");
 
+    /* 5. rounded to bf16 */
+    bf16_tally *bt;
+    CHECK_CUDA(cudaMallocManaged(&bt, sizeof *bt));
+    *bt = bf16_tally{0, 0, 0, 0, 0, {0, 0}, 0, 0, 0, 0xffffffffu, 0};
+    bf16_all<<<prop.multiProcessorCount * 8, 256>>>(bt);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    printf("bf16  the kernels' bf16 silu vs the contract's rounded to bf16, every float: %llu values, "
+           "%llu differ", bt->checked, bt->differ);
+    if (bt->differ) printf(" (first x %a)", dwconv_f32_from_bits(bt->first));
+    printf(";\n      |x| <= 86 (%llu): the rough value at most %u f32 units from the contract's "
+           "(margin %u), %llu near a tie (%.4f%%) took the contract's path;\n      without that test %llu "
+           "would round to another bf16\n",
+           bt->hot, bt->max_ulps, GPU_SILU_ROUGH_ULPS, bt->near_tie, 100.0 * bt->near_tie / (bt->hot ? bt->hot : 1),
+           bt->rough_differs);
+    printf("      f16 (not used): near ties at 32 units %.4f%%, at 8 units %.4f%%; the rough value "
+           "rounds to another f16 for %llu\n", 100.0 * bt->f16_near[0] / (bt->hot ? bt->hot : 1),
+           100.0 * bt->f16_near[1] / (bt->hot ? bt->hot : 1), bt->f16_differs);
+    printf("      the test's draws (silu +- 2^-20 rounds two ways): %llu floats, %.2f%% of them would "
+           "round wrong from the rough value alone\n", bt->test_drawn,
+           100.0 * bt->test_catches / (bt->test_drawn ? bt->test_drawn : 1));
+    const bool bf16_ok = bt->checked == (1ull << 32) && bt->differ == 0 && bt->max_ulps <= GPU_SILU_ROUGH_ULPS;
+
     /* 4. timing */
     const size_t bytes = (size_t)1 << 30;
     uint4 *x, *x16, *y;
@@ -340,6 +442,7 @@ int main() {
     float b_copy = time_ms([&] { stream_bf16<ACT_COPY><<<blocks, 256>>>(x16, y, vectors); });
     float b_new = time_ms([&] { stream_bf16<ACT_NEW><<<blocks, 256>>>(x16, y, vectors); });
     float b_old = time_ms([&] { stream_bf16<ACT_OLD><<<blocks, 256>>>(x16, y, vectors); });
+    float b_exact = time_ms([&] { stream_bf16<ACT_EXACT><<<blocks, 256>>>(x16, y, vectors); });
     const size_t n_chain = (size_t)1 << 24;
     const unsigned chain_blocks = (unsigned)(n_chain / 8 / 256);
     float c_new = time_ms([&] { chain<ACT_NEW><<<chain_blocks, 256>>>((float *)x, (float *)y, n_chain); });
@@ -351,13 +454,17 @@ int main() {
            f_copy, gb / f_copy * 1e3, f_new, f_new / f_copy, f_old, f_old / f_copy);
     printf("      bf16: copy %.3f ms (%.0f GB/s)  silu 0.2 %.3f ms (x%.3f)  silu 0.1 %.3f ms (x%.3f)\n",
            b_copy, gb / b_copy * 1e3, b_new, b_new / b_copy, b_old, b_old / b_copy);
+    printf("      bf16: the contract's silu on every value (no rough path) %.3f ms (x%.3f)\n", b_exact,
+           b_exact / b_copy);
     const double silus = (double)n_chain * ITER;
     printf("      compute-bound silu: 0.2 %.1f G/s, 0.1 %.1f G/s (0.2 is x%.2f faster)\n",
            silus / c_new / 1e6, silus / c_old / 1e6, c_old / c_new);
     cudaFree(x), cudaFree(x16), cudaFree(y), cudaFree(dout), cudaFreeHost(hout), cudaFree(rt);
 
-    printf("%s\n", rcp_ok && silu_ok ? "PASS: the GPU silu is the contract's, bit for bit, and "
-                                       "its reciprocal is correctly rounded"
-                                     : "FAIL");
-    return rcp_ok && silu_ok ? 0 : 1;
+    cudaFree(bt);
+    const bool ok = rcp_ok && silu_ok && bf16_ok;
+    printf("%s\n", ok ? "PASS: the GPU silu is the contract's, bit for bit, its reciprocal is "
+                        "correctly rounded, and its bf16 path rounds to the contract's bf16"
+                      : "FAIL");
+    return ok ? 0 : 1;
 }

@@ -96,38 +96,106 @@ static __device__ __forceinline__ float gpu_silu_hot(float x) {
     return dwconv_silu_hot(x, t, gpu_rcp_rn(1.0f + t));
 }
 
-/* The activation ACT (fixed at compile time) of n values. silu is dwconv_silu bit for
- * bit (NaN payloads aside): every value takes the hot path, and one test for the n
- * values sends them to the cold path (|x| > 86 or NaN, rare) only when one of them
- * needs it. */
-template <int ACT, int N>
+/* The contract's silu whole (hot and cold paths), out of line: the bf16 path below
+ * calls it for the values near a rounding boundary (about a fifth of a warp's steps of
+ * 8 values would), and inlined at every call site of an unrolled kernel it would grow
+ * the code past what the instruction cache holds (the backward's twin,
+ * gpu_silu_grad_cold: bench/RESULTS-gpu.md run O). */
+static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
+    return fabsf(x) <= DWCONV_SILU_COLD ? gpu_silu_hot(x) : dwconv_silu_cold(x);
+}
+
+/* silu for a value that is only ever rounded to bf16 (a 16-bit output), in about half
+ * the instructions of the contract's: where the cheap approximation below lies far
+ * enough from a bf16 rounding boundary, it rounds to the same bf16 as the contract's
+ * silu; elsewhere the contract's silu itself. NVIDIA GPUs only (their approximate
+ * exponential and reciprocal); other targets take the contract's path for every value.
+ *
+ * The approximation: T = 2^-(x log2 e) as ex2.approx of -RN(x L2E) times
+ * (1 - r ln 2), r the product's rounding error and L2E's own (both exact or nearly:
+ * at |x| = 86 the plain product is off by 2^-18 relative), then x * rcp.approx(1 + T).
+ * Within GPU_SILU_ROUGH_ULPS f32 units in the last place of the contract's value for
+ * every |x| <= 86 (bench/gpu/silu_exhaustive.cu measures the largest distance over
+ * every float and proves the rounded results equal); a value whose low 16 bits lie
+ * within that many units of the midpoint 0x8000 (where round-to-nearest to bf16 could
+ * go either way) takes the contract's path: about 1 value in 1000.
+ *
+ * OFF unless built with -DDWCONV_GPU_SILU_ROUGH=1 (configure's NVCCFLAGS): written on
+ * 2026-12-06 in a session that got no device time, so the proof program has not run
+ * and its speed is unmeasured; the kernels round the contract's silu until it has. */
+#ifndef DWCONV_GPU_SILU_ROUGH
+#define DWCONV_GPU_SILU_ROUGH 0
+#endif
+#define GPU_SILU_ROUGH_ULPS 32u
+#define GPU_LOG2E_LO 1.925963033500011e-08f /* log2(e) - DWCONV_EXP_LOG2E */
+#define GPU_LN2 0.693147182464599609375f
+#if defined(__CUDA_ARCH__)
+#define GPU_SILU_ROUGH DWCONV_GPU_SILU_ROUGH
+static __device__ __forceinline__ float gpu_silu_rough(float x) {
+    const float xl = x * DWCONV_EXP_LOG2E;
+    float r = __fmaf_rn(x, DWCONV_EXP_LOG2E, -xl); /* exact */
+    r = __fmaf_rn(x, GPU_LOG2E_LO, r);
+    float e, q;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(-xl));
+    const float t = __fmaf_rn(e, -r * GPU_LN2, e);
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(q) : "f"(1.0f + t));
+    return x * q;
+}
+#else /* not used (GPU_SILU_ROUGH 0): the contract's hot path */
+#define GPU_SILU_ROUGH 0
+static __device__ __forceinline__ float gpu_silu_rough(float x) { return gpu_silu_hot(x); }
+#endif
+
+/* Whether y's rounding to bf16 (to nearest, ties to even) could change within
+ * GPU_SILU_ROUGH_ULPS units of its last place: its low 16 bits that close to 0x8000
+ * (modulo 2^16: a borrow from the upper bits does not change the rounding). */
+static __device__ __forceinline__ bool gpu_bf16_near_tie(float y) {
+    const uint32_t m = GPU_SILU_ROUGH_ULPS;
+    return ((dwconv_f32_bits(y) + (m - 0x8000u)) & 0xffffu) <= 2u * m;
+}
+
+/* The activation ACT (fixed at compile time) of n values that the caller then rounds
+ * to YT (a kernel's output dtype). silu is dwconv_silu bit for bit (NaN payloads
+ * aside), and for YT bf16 with the path above on rounds to the same bf16: every value
+ * takes the hot path (or the rough one), and one test for the n values sends them to
+ * the cold path (or the contract's whole silu) only when one of them needs it
+ * (|x| > 86 or NaN, rare; with the rough path also a near tie). */
+template <int ACT, int N, int YT>
 static __device__ __forceinline__ void gpu_activate_fixed(float *v) {
     if (ACT == DWCONV_ACT_RELU) {
 #pragma unroll
         for (int i = 0; i < N; i++) v[i] = dwconv_relu(v[i]);
     } else if (ACT == DWCONV_ACT_SILU) {
-        float hot[N];
-        bool cold = false;
+        const bool rough = GPU_SILU_ROUGH && YT == DWCONV_BF16;
+        float out[N];
+        bool need[N], any = false;
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            cold |= !(fabsf(v[i]) <= DWCONV_SILU_COLD);
-            hot[i] = gpu_silu_hot(v[i]);
+            need[i] = !(fabsf(v[i]) <= DWCONV_SILU_COLD);
+            if (rough) {
+                out[i] = gpu_silu_rough(v[i]);
+                need[i] = need[i] || gpu_bf16_near_tie(out[i]);
+            } else {
+                out[i] = gpu_silu_hot(v[i]);
+            }
+            any |= need[i];
         }
-        if (cold) {
+        if (any) {
 #pragma unroll
             for (int i = 0; i < N; i++)
-                if (!(fabsf(v[i]) <= DWCONV_SILU_COLD)) hot[i] = dwconv_silu_cold(v[i]);
+                if (need[i]) out[i] = rough ? gpu_silu_exact(v[i]) : dwconv_silu_cold(v[i]);
         }
 #pragma unroll
-        for (int i = 0; i < N; i++) v[i] = hot[i];
+        for (int i = 0; i < N; i++) v[i] = out[i];
     }
 }
 
-/* The activation of n values: one branch for all of them, not one per value. */
-template <int N>
+/* The activation of n values rounded to YT: one branch for all of them, not one per
+ * value. */
+template <int N, int YT>
 static __device__ __forceinline__ void gpu_activate_all(int activation, float *v) {
-    if (activation == DWCONV_ACT_RELU) gpu_activate_fixed<DWCONV_ACT_RELU, N>(v);
-    else if (activation == DWCONV_ACT_SILU) gpu_activate_fixed<DWCONV_ACT_SILU, N>(v);
+    if (activation == DWCONV_ACT_RELU) gpu_activate_fixed<DWCONV_ACT_RELU, N, YT>(v);
+    else if (activation == DWCONV_ACT_SILU) gpu_activate_fixed<DWCONV_ACT_SILU, N, YT>(v);
 }
 
 /* One padded position of an x row: what the padding mode reads there, or +0 where it

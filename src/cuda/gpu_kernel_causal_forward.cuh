@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(GPU_CAUSAL_THREADS) dwconv_causal_outputs_kern
                     }
                     acc = DWCONV_FMAF(gpu_elem<XT>::widen(v), gpu_elem<WT>::widen(w[c * K + k]), acc);
                 }
-                gpu_activate_all<1>(a.activation, &acc);
+                gpu_activate_all<1, XT>(a.activation, &acc);
                 ((xraw *)a.y)[b * a.y_stride[0] + c * a.y_stride[1] + o * a.y_stride[2]] =
                     gpu_elem<XT>::narrow(acc);
             }

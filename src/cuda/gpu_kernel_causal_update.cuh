@@ -78,7 +78,7 @@ static __device__ __forceinline__ void gpu_update_general(const gpu_causal_args 
         }
         for (int64_t k = GPU_UPDATE_TAPS; k < K; k++)
             acc = DWCONV_FMAF(gpu_elem<XT>::widen(r.input(t - span + k * D)), gpu_elem<WT>::widen(wc[k]), acc);
-        gpu_activate_all<1>(a.activation, &acc);
+        gpu_activate_all<1, XT>(a.activation, &acc);
         yr[t * a.y_stride[2]] = gpu_elem<XT>::narrow(acc);
     }
     r.write_state(T);
@@ -136,7 +136,7 @@ gpu_update_token(typename gpu_elem<XT>::raw *hist, const float *wk, float b0, ty
 #pragma unroll
     for (int k = 0; k < H; k++) acc = DWCONV_FMAF(gpu_elem<XT>::widen(hist[k]), wk[k], acc);
     acc = DWCONV_FMAF(gpu_elem<XT>::widen(in), wk[H], acc);
-    gpu_activate_all<1>(activation, &acc);
+    gpu_activate_all<1, XT>(activation, &acc);
 #pragma unroll
     for (int i = 0; i + 1 < H; i++) hist[i] = hist[i + 1];
     hist[H - 1] = in;

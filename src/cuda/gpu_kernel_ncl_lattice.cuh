@@ -176,7 +176,7 @@ void dwconv_ncl_lattice_kernel(gpu_conv_args a) {
 #pragma unroll
                 for (int i = 0; i < R; i++) acc[i] = bias;
                 gpu_lattice_sums<V>(q, ws, tid, (int)K, acc);
-                gpu_activate_all<R>(a.activation, acc);
+                gpu_activate_all<R, XT>(a.activation, acc);
 
                 /* group g: V consecutive outputs, one aligned vector where whole */
 #pragma unroll

@@ -112,7 +112,7 @@ static __device__ __forceinline__ void gpu_lean_output(const uint4 *xs, int j, c
         for (int k = 0; k < K; k++) acc = DWCONV_FMAF(xv[n * K + k], w[k], acc);
         out[n] = acc;
     }
-    gpu_activate_fixed<ACT, V>(out);
+    gpu_activate_fixed<ACT, V, XT>(out);
     if (os >= 0 && os + V <= L_out) gpu_store16(yrow + os, gpu_vec_narrow<XT>(out)); /* aligned */
     else gpu_store_elements<XT>(yrow, os, out, os < 0 ? (int)-os : 0, L_out - os < V ? (int)(L_out - os) : V);
 }

@@ -76,7 +76,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
                     for (int i = 0; i < R; i++)
                         acc[i] = DWCONV_FMAF(gpu_elem<XT>::widen(xs[base + i * T * S]), wk, acc[i]);
                 }
-                gpu_activate_all<R>(a.activation, acc);
+                gpu_activate_all<R, XT>(a.activation, acc);
 #pragma unroll
                 for (int i = 0; i < R; i++) {
                     const int64_t o = o0 + tid + (int64_t)i * T;

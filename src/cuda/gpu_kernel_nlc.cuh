@@ -137,7 +137,7 @@ __global__ __launch_bounds__(GPU_NLC_THREADS) void dwconv_nlc_kernel(gpu_conv_ar
                 for (int r = 0; r < R; r++) {
                     if (ob + r >= L_out) break;
                     float *out = acc[r];
-                    gpu_activate_all<V>(a.activation, out);
+                    gpu_activate_all<V, XT>(a.activation, out);
                     const int64_t at = b * a.y_stride[0] + (ob + r) * ystep + c;
                     if (a.vector_y) gpu_store_vector<XT>(a.y, at, out, 0, valid);
                     else gpu_store_elements<XT>(a.y, at, out, 0, valid);

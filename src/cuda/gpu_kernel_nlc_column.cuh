@@ -127,7 +127,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_COLUMN_THREADS, GPU_COLUMN_MIN_BLOCKS) void dwc
                     }
                 }
                 if (!valid) continue;
-                gpu_activate_all<R>(a.activation, acc);
+                gpu_activate_all<R, XT>(a.activation, acc);
                 raw *yb = (raw *)a.y + b * a.y_stride[0] + c;
 #pragma unroll
                 for (int r = 0; r < R; r++)

@@ -153,7 +153,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
                                                   w[k][i], acc);
                             out[i] = acc;
                         }
-                        gpu_activate_all<V>(a.activation, out);
+                        gpu_activate_all<V, XT>(a.activation, out);
                         if (a.vector_y) gpu_store_vector<XT>(yb, (ob + r) * ystep, out, 0, valid);
                         else gpu_store_elements<XT>(yb, (ob + r) * ystep, out, 0, valid);
                     }

@@ -219,10 +219,9 @@ END_TEST
  * (src/cuda/gpu_elements.cuh, gpu_activate_fixed; bench/gpu/silu_exhaustive.cu counts
  * the floats that would round to another bf16 without that test). Pre-activations
  * z drawn on the host so that silu(z) +- 2^-20 of itself (8 to 16 units in its last
- * place) rounds two ways; x = 1, no
- * bias and weights (0, .., 0, z_c) make every output of channel c silu(z_c) exactly
- * (causal padding: the last tap reads x[o]); through every family that runs the
- * shape, both layouts, bf16 and f16. */
+ * place) rounds two ways; x = 1, no bias and weights (0, .., 0, z_c) make every output
+ * of channel c silu(z_c) exactly (causal padding: the last tap reads x[o]); through
+ * every family that runs the shape, both layouts, bf16 and f16. */
 static float silu_near_tie(test_rng *rng, dwconv_dtype dtype) {
     for (;;) {
         const float range = test_rng_next(rng) % 8 ? 16.0f : 86.0f;

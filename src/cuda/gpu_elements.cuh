@@ -106,7 +106,8 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
 }
 
 /* silu for a value that is only ever rounded to bf16 (a 16-bit output), in about half
- * the instructions of the contract's: where the cheap approximation below lies far
+ * the instructions of the contract's (PTX from nvcc 13 of one value with its tests: 20
+ * against 41; SASS not counted): where the cheap approximation below lies far
  * enough from a bf16 rounding boundary, it rounds to the same bf16 as the contract's
  * silu; elsewhere the contract's silu itself. NVIDIA GPUs only (their approximate
  * exponential and reciprocal); other targets take the contract's path for every value.

@@ -117,20 +117,31 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * at |x| = 86 the plain product is off by 2^-18 relative), then x * rcp.approx(1 + T).
  * Within GPU_SILU_ROUGH_ULPS f32 units in the last place of the contract's value for
  * every |x| <= 86 (bench/gpu/silu_exhaustive.cu measures the largest distance over
- * every float and proves the rounded results equal); a value whose low 16 bits lie
+ * every float and proves the rounded results equal; 6 units on an H100); a value whose low 16 bits lie
  * within that many units of the midpoint 0x8000 (where round-to-nearest to bf16 could
  * go either way) takes the contract's path: about 1 value in 1000.
  *
- * OFF unless built with -DDWCONV_GPU_SILU_ROUGH=1 (configure's NVCCFLAGS): written on
- * 2026-12-06 in a session that got no device time, so the proof program has not run
- * and its speed is unmeasured; the kernels round the contract's silu until it has. */
+ * Where it runs: PTX specifies ex2.approx and rcp.approx by error bounds, not bits,
+ * and those bounds come from tests, not proofs, so the path runs only on hardware
+ * where silu_exhaustive has passed: compute capability 9.0 (H100, H200; 2026-12-06,
+ * bench/RESULTS-gpu.md run P). It is compiled into sm_90 code alone (other
+ * architectures' machine code takes the contract's hot path), and the module sets
+ * gpu_silu_rough_proven for a 9.0 device only, so that a newer GPU compiling the
+ * compute_90 PTX computes the contract's silu for every bf16 value (correct, slower)
+ * until its own run adds it (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to
+ * compile the path for any architecture). -DDWCONV_GPU_SILU_ROUGH=0 (configure's
+ * NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
-#define DWCONV_GPU_SILU_ROUGH 0
+#define DWCONV_GPU_SILU_ROUGH 1
 #endif
 #define GPU_SILU_ROUGH_ULPS 32u
 #define GPU_LOG2E_LO 1.925963033500011e-08f /* log2(e) - DWCONV_EXP_LOG2E */
 #define GPU_LN2 0.693147182464599609375f
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDACC__) && !defined(DWCONV_GPU_IS_HIP)
+/* 1 on a device whose architecture the rough path was proven on (set by the module). */
+static __constant__ int gpu_silu_rough_proven;
+#endif
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || defined(DWCONV_GPU_SILU_ROUGH_TRY))
 #define GPU_SILU_ROUGH DWCONV_GPU_SILU_ROUGH
 static __device__ __forceinline__ float gpu_silu_rough(float x) {
     const float xl = x * DWCONV_EXP_LOG2E;
@@ -142,8 +153,10 @@ static __device__ __forceinline__ float gpu_silu_rough(float x) {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(q) : "f"(1.0f + t));
     return x * q;
 }
+#define GPU_SILU_ROUGH_PROVEN gpu_silu_rough_proven
 #else /* not used (GPU_SILU_ROUGH 0): the contract's hot path */
 #define GPU_SILU_ROUGH 0
+#define GPU_SILU_ROUGH_PROVEN 0
 static __device__ __forceinline__ float gpu_silu_rough(float x) { return gpu_silu_hot(x); }
 #endif
 
@@ -168,16 +181,17 @@ static __device__ __forceinline__ void gpu_activate_fixed(float *v) {
         for (int i = 0; i < N; i++) v[i] = dwconv_relu(v[i]);
     } else if (ACT == DWCONV_ACT_SILU) {
         const bool rough = GPU_SILU_ROUGH && YT == DWCONV_BF16;
+        const bool proven = rough && GPU_SILU_ROUGH_PROVEN; /* else the contract's, all */
         float out[N];
         bool need[N], any = false;
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            need[i] = !(fabsf(v[i]) <= DWCONV_SILU_COLD);
-            if (rough) {
+            need[i] = !(fabsf(v[i]) <= DWCONV_SILU_COLD) || (rough && !proven);
+            if (proven) {
                 out[i] = gpu_silu_rough(v[i]);
                 need[i] = need[i] || gpu_bf16_near_tie(out[i]);
             } else {
-                out[i] = gpu_silu_hot(v[i]);
+                out[i] = rough ? 0.0f : gpu_silu_hot(v[i]); /* rough, unproven: all below */
             }
             any |= need[i];
         }

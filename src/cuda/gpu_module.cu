@@ -49,6 +49,22 @@ static dwconv_status gpu_forced_kernel(int *kernel, int *strict, char *msg) {
     return DWCONV_ERROR_INVALID_VALUE;
 }
 
+/* The bf16 silu's rough path (gpu_elements.cuh) on this device: only where it was
+ * proven, compute capability 9.0. */
+static cudaError_t gpu_silu_rough_mark(int device) {
+#ifdef DWCONV_GPU_IS_HIP
+    (void)device;
+    return cudaSuccess;
+#else
+    int major = 0, minor = 0;
+    cudaError_t err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    const int proven = major == 9 && minor == 0;
+    if (err == cudaSuccess) err = cudaMemcpyToSymbol(gpu_silu_rough_proven, &proven, sizeof proven);
+    return err;
+#endif
+}
+
 static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     int forced, strict;
     dwconv_status forced_status = gpu_forced_kernel(&forced, &strict, msg);
@@ -67,8 +83,9 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     if (err == cudaSuccess) err = cudaEventCreate(&s->stop);
     if (err == cudaSuccess)
         err = cudaHostAlloc((void **)&s->violation, sizeof *s->violation, cudaHostAllocMapped);
+    if (err == cudaSuccess) err = gpu_silu_rough_mark(device);
     if (err != cudaSuccess) {
-        dwconv_status st = gpu_fail(err, "creating the context's events", msg);
+        dwconv_status st = gpu_fail(err, "creating the context's events and flags", msg);
         if (s->stop) (void)cudaEventDestroy(s->stop);
         if (s->start) (void)cudaEventDestroy(s->start);
         free(s);

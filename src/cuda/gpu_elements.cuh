@@ -117,9 +117,9 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * at |x| = 86 the plain product is off by 2^-18 relative), then x * rcp.approx(1 + T).
  * Within GPU_SILU_ROUGH_ULPS f32 units in the last place of the contract's value for
  * every |x| <= 86 (bench/gpu/silu_exhaustive.cu measures the largest distance over
- * every float and proves the rounded results equal; 6 units on an H100); a value whose low 16 bits lie
- * within that many units of the midpoint 0x8000 (where round-to-nearest to bf16 could
- * go either way) takes the contract's path: about 1 value in 1000.
+ * every float and proves the rounded results equal; 6 units on an H100); a value whose
+ * low 16 bits lie within that many units of the midpoint 0x8000 (where round-to-nearest
+ * to bf16 could go either way) takes the contract's path: about 1 value in 1000.
  *
  * Where it runs: PTX specifies ex2.approx and rcp.approx by error bounds, not bits,
  * and those bounds come from tests, not proofs, so the path runs only on hardware

@@ -81,9 +81,9 @@ static dwconv_status gpu_context_create(int device, void **state, char *msg) {
     cudaError_t err = scope.err;
     if (err == cudaSuccess) err = cudaEventCreate(&s->start);
     if (err == cudaSuccess) err = cudaEventCreate(&s->stop);
-    if (err == cudaSuccess)
-        err = cudaHostAlloc((void **)&s->violation, sizeof *s->violation, cudaHostAllocMapped);
     if (err == cudaSuccess) err = gpu_silu_rough_mark(device);
+    if (err == cudaSuccess) /* last: the failure path below frees no host memory */
+        err = cudaHostAlloc((void **)&s->violation, sizeof *s->violation, cudaHostAllocMapped);
     if (err != cudaSuccess) {
         dwconv_status st = gpu_fail(err, "creating the context's events and flags", msg);
         if (s->stop) (void)cudaEventDestroy(s->stop);

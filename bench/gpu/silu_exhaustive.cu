@@ -15,7 +15,9 @@
  *   5. the kernels' bf16 path (gpu_silu_rough where no near tie) rounded to bf16 against
  *      the contract's silu rounded to bf16, every float; the rough value's largest
  *      distance from the contract's in f32 units (it must stay within
- *      GPU_SILU_ROUGH_ULPS). Run before 4 (it needs no timing buffers).
+ *      GPU_SILU_ROUGH_ULPS); then the same with the run-time gate shut (every bf16
+ *      value through the contract's silu, as on a device the path is not proven on).
+ *      Run before 4 (it needs no timing buffers).
  * Exit status 0 when 1, 2 and 5 hold, 1 when they do not, 2 when there is no device.
  *
  * From the source tree (nvcc 13; the host part may use any C++11 compiler):
@@ -423,7 +425,20 @@ int main() {
     printf("      the test's draws (silu +- 2^-20 rounds two ways): %llu floats, %.2f%% of them would "
            "round wrong from the rough value alone\n", bt->test_drawn,
            100.0 * bt->test_catches / (bt->test_drawn ? bt->test_drawn : 1));
-    const bool bf16_ok = bt->checked == (1ull << 32) && bt->differ == 0 && bt->max_ulps <= GPU_SILU_ROUGH_ULPS;
+    /* the same with the gate shut: what a device the path is not proven on runs */
+    const int off = 0;
+    CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_proven, &off, sizeof off));
+    bf16_tally *shut;
+    CHECK_CUDA(cudaMallocManaged(&shut, sizeof *shut));
+    *shut = bf16_tally{0, 0, 0, 0, 0, {0, 0}, 0, 0, 0, 0xffffffffu, 0};
+    bf16_all<<<prop.multiProcessorCount * 8, 256>>>(shut);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_proven, &on, sizeof on));
+    printf("      the gate shut (a device the path is not proven on): %llu values, %llu differ\n",
+           shut->checked, shut->differ);
+    const bool bf16_ok = bt->checked == (1ull << 32) && bt->differ == 0 &&
+                         bt->max_ulps <= GPU_SILU_ROUGH_ULPS && shut->checked == (1ull << 32) &&
+                         shut->differ == 0;
 
     /* 4. timing */
     const size_t bytes = (size_t)1 << 30;

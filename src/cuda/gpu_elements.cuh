@@ -124,11 +124,12 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * Where it runs: PTX specifies ex2.approx and rcp.approx by error bounds, not bits,
  * and those bounds come from tests, not proofs, so the path runs only on hardware
  * where silu_exhaustive has passed: compute capability 9.0 (H100, H200; 2026-12-06,
- * bench/RESULTS-gpu.md run P). It is compiled into sm_90 code alone (other
- * architectures' machine code takes the contract's hot path), and the module sets
- * gpu_silu_rough_proven for a 9.0 device only, so that a newer GPU compiling the
- * compute_90 PTX computes the contract's silu for every bf16 value (correct, slower)
- * until its own run adds it (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to
+ * bench/RESULTS-gpu.md run P). It is compiled for __CUDA_ARCH__ 900 alone (sm_90
+ * machine code and the compute_90 PTX; other architectures' machine code takes the
+ * contract's hot path), and the module sets gpu_silu_rough_proven for a 9.0 device
+ * only, so that a newer GPU compiling the compute_90 PTX computes the contract's silu
+ * for every bf16 value (correct, slower: build for its architecture, CUDA_ARCHS,
+ * to have the inline hot path there) until its own run adds it (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to
  * compile the path for any architecture). -DDWCONV_GPU_SILU_ROUGH=0 (configure's
  * NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
@@ -173,7 +174,9 @@ static __device__ __forceinline__ bool gpu_bf16_near_tie(float y) {
  * aside), and for YT bf16 with the path above on rounds to the same bf16: every value
  * takes the hot path (or the rough one), and one test for the n values sends them to
  * the cold path (or the contract's whole silu) only when one of them needs it
- * (|x| > 86 or NaN, rare; with the rough path also a near tie). */
+ * (|x| > 86 or NaN, rare; with the rough path also a near tie). Where the rough path is
+ * compiled but the device is not one it was proven on, every bf16 value takes the
+ * contract's whole silu (out of line: slower, the same bits). */
 template <int ACT, int N, int YT>
 static __device__ __forceinline__ void gpu_activate_fixed(float *v) {
     if (ACT == DWCONV_ACT_RELU) {

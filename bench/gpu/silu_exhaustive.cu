@@ -344,8 +344,6 @@ int main() {
         printf("silu_exhaustive: no device\n");
         return 2;
     }
-    const int on = 1;
-    CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_proven, &on, sizeof on));
     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     printf("silu_exhaustive on %s (sm_%d%d), %u host threads\n", prop.name, prop.major, prop.minor,
            threads);
@@ -406,11 +404,16 @@ int main() {
     printf("\n");
 
     /* 5. rounded to bf16 */
-    bf16_tally *bt;
-    CHECK_CUDA(cudaMallocManaged(&bt, sizeof *bt));
-    *bt = bf16_tally{0, 0, 0, 0, 0, {0, 0}, 0, 0, 0, 0xffffffffu, 0};
-    bf16_all<<<prop.multiProcessorCount * 8, 256>>>(bt);
-    CHECK_CUDA(cudaDeviceSynchronize());
+    auto bf16_run = [&](int gate) { /* part 5's kernel with the run-time gate open or shut */
+        bf16_tally *t;
+        CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_proven, &gate, sizeof gate));
+        CHECK_CUDA(cudaMallocManaged(&t, sizeof *t));
+        *t = bf16_tally{0, 0, 0, 0, 0, {0, 0}, 0, 0, 0, 0xffffffffu, 0};
+        bf16_all<<<prop.multiProcessorCount * 8, 256>>>(t);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        return t;
+    };
+    bf16_tally *bt = bf16_run(1);
     printf("bf16  the kernels' bf16 silu vs the contract's rounded to bf16, every float: %llu values, "
            "%llu differ", bt->checked, bt->differ);
     if (bt->differ) printf(" (first x %a)", dwconv_f32_from_bits(bt->first));
@@ -426,13 +429,8 @@ int main() {
            "round wrong from the rough value alone\n", bt->test_drawn,
            100.0 * bt->test_catches / (bt->test_drawn ? bt->test_drawn : 1));
     /* the same with the gate shut: what a device the path is not proven on runs */
-    const int off = 0;
-    CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_proven, &off, sizeof off));
-    bf16_tally *shut;
-    CHECK_CUDA(cudaMallocManaged(&shut, sizeof *shut));
-    *shut = bf16_tally{0, 0, 0, 0, 0, {0, 0}, 0, 0, 0, 0xffffffffu, 0};
-    bf16_all<<<prop.multiProcessorCount * 8, 256>>>(shut);
-    CHECK_CUDA(cudaDeviceSynchronize());
+    bf16_tally *shut = bf16_run(0);
+    const int on = 1; /* part 4 times the kernels' path: open again */
     CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_proven, &on, sizeof on));
     printf("      the gate shut (a device the path is not proven on): %llu values, %llu differ\n",
            shut->checked, shut->differ);
@@ -481,6 +479,7 @@ int main() {
     cudaFree(x), cudaFree(x16), cudaFree(y), cudaFree(dout), cudaFreeHost(hout), cudaFree(rt);
 
     cudaFree(bt);
+    cudaFree(shut);
     const bool ok = rcp_ok && silu_ok && bf16_ok;
     printf("%s\n", ok ? "PASS: the GPU silu is the contract's, bit for bit, its reciprocal is "
                         "correctly rounded, and its bf16 path rounds to the contract's bf16"

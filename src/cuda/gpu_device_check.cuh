@@ -33,12 +33,16 @@ static int gpu_arch_runs(const char *archs, int major, int minor) {
     return last >= 0 && cc >= last;
 }
 
+/* The device's compute capability (also gpu_module.cu's silu gate). */
+static cudaError_t gpu_compute_capability(int device, int *major, int *minor) {
+    cudaError_t err = cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device);
+    return err == cudaSuccess ? cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device) : err;
+}
+
 static dwconv_status gpu_device_check(int device, char *msg) {
     if (!*DWCONV_GPU_ARCHS) return DWCONV_SUCCESS;
     int major = 0, minor = 0;
-    cudaError_t err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    const cudaError_t err = gpu_compute_capability(device, &major, &minor);
     if (err != cudaSuccess) return gpu_fail(err, "cudaDeviceGetAttribute", msg);
     if (gpu_arch_runs(DWCONV_GPU_ARCHS, major, minor)) return DWCONV_SUCCESS;
     snprintf(msg, DWCONV_MSG_SIZE, "compute capability %d.%d has no code in this module "

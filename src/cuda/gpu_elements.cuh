@@ -128,10 +128,10 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * machine code and the compute_90 PTX; other architectures' machine code takes the
  * contract's hot path), and the module sets gpu_silu_rough_proven for a 9.0 device
  * only, so that a newer GPU compiling the compute_90 PTX computes the contract's silu
- * for every bf16 value (correct, slower: build for its architecture, CUDA_ARCHS,
- * to have the inline hot path there) until its own run adds it (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to
- * compile the path for any architecture). -DDWCONV_GPU_SILU_ROUGH=0 (configure's
- * NVCCFLAGS) builds without it. */
+ * for every bf16 value (correct, slower: build for its architecture, CUDA_ARCHS, to
+ * have the inline hot path there) until its own run adds it (silu_exhaustive defines
+ * DWCONV_GPU_SILU_ROUGH_TRY to compile the path for any architecture).
+ * -DDWCONV_GPU_SILU_ROUGH=0 (configure's NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
 #define DWCONV_GPU_SILU_ROUGH 1
 #endif

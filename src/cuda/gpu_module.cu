@@ -57,9 +57,7 @@ static cudaError_t gpu_silu_rough_mark(int device) {
     return cudaSuccess;
 #else
     int major = 0, minor = 0;
-    cudaError_t err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    cudaError_t err = gpu_compute_capability(device, &major, &minor);
     const int proven = major == 9 && minor == 0;
     if (err == cudaSuccess) err = cudaMemcpyToSymbol(gpu_silu_rough_proven, &proven, sizeof proven);
     return err;

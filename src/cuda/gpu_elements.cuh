@@ -126,11 +126,14 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * where silu_exhaustive has passed: compute capability 9.0 (H100, H200; 2026-12-06,
  * bench/RESULTS-gpu.md run P). It is compiled for __CUDA_ARCH__ 900 alone (sm_90
  * machine code and the compute_90 PTX; other architectures' machine code takes the
- * contract's hot path), and the module sets gpu_silu_rough_proven for a 9.0 device
- * only, so that a newer GPU compiling the compute_90 PTX computes the contract's silu
- * for every bf16 value (correct, slower: build for its architecture, CUDA_ARCHS, to
- * have the inline hot path there) until its own run adds it (silu_exhaustive defines
- * DWCONV_GPU_SILU_ROUGH_TRY to compile the path for any architecture).
+ * contract's hot path), and the module narrows gpu_silu_rough_margin to
+ * GPU_SILU_ROUGH_ULPS for a 9.0 device only: elsewhere it stays 0x8000, every value
+ * counts as near a tie, so that a newer GPU compiling the compute_90 PTX computes the
+ * contract's silu for every bf16 value (correct, slower: build for its architecture,
+ * CUDA_ARCHS, to have the inline hot path there) until its own run adds it
+ * (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to compile the path for any
+ * architecture). A margin rather than a flag: the gate costs no branch of its own (a
+ * flag's second path cost 3.5% on causal K4 bf16 silu, run Q).
  * -DDWCONV_GPU_SILU_ROUGH=0 (configure's NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
 #define DWCONV_GPU_SILU_ROUGH 1
@@ -138,9 +141,11 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
 #define GPU_SILU_ROUGH_ULPS 32u
 #define GPU_LOG2E_LO 1.925963033500011e-08f /* log2(e) - DWCONV_EXP_LOG2E */
 #define GPU_LN2 0.693147182464599609375f
+#define GPU_SILU_ROUGH_UNPROVEN 0x8000u /* a margin that takes in every value */
 #if defined(__CUDACC__) && !defined(DWCONV_GPU_IS_HIP)
-/* 1 on a device whose architecture the rough path was proven on (set by the module). */
-static __constant__ int gpu_silu_rough_proven;
+/* The near-tie margin in f32 units: GPU_SILU_ROUGH_ULPS on a device whose architecture
+ * the rough path was proven on (set by the module), else every value. */
+static __constant__ uint32_t gpu_silu_rough_margin = GPU_SILU_ROUGH_UNPROVEN;
 #endif
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || defined(DWCONV_GPU_SILU_ROUGH_TRY))
 #define GPU_SILU_ROUGH DWCONV_GPU_SILU_ROUGH
@@ -154,18 +159,17 @@ static __device__ __forceinline__ float gpu_silu_rough(float x) {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(q) : "f"(1.0f + t));
     return x * q;
 }
-#define GPU_SILU_ROUGH_PROVEN gpu_silu_rough_proven
+#define GPU_SILU_ROUGH_MARGIN gpu_silu_rough_margin
 #else /* not used (GPU_SILU_ROUGH 0): the contract's hot path */
 #define GPU_SILU_ROUGH 0
-#define GPU_SILU_ROUGH_PROVEN 0
+#define GPU_SILU_ROUGH_MARGIN GPU_SILU_ROUGH_UNPROVEN
 static __device__ __forceinline__ float gpu_silu_rough(float x) { return gpu_silu_hot(x); }
 #endif
 
-/* Whether y's rounding to bf16 (to nearest, ties to even) could change within
- * GPU_SILU_ROUGH_ULPS units of its last place: its low 16 bits that close to 0x8000
- * (modulo 2^16: a borrow from the upper bits does not change the rounding). */
-static __device__ __forceinline__ bool gpu_bf16_near_tie(float y) {
-    const uint32_t m = GPU_SILU_ROUGH_ULPS;
+/* Whether y's rounding to bf16 (to nearest, ties to even) could change within m
+ * units of its last place: its low 16 bits that close to 0x8000 (modulo 2^16: a borrow
+ * from the upper bits does not change the rounding). Always, for m = 0x8000. */
+static __device__ __forceinline__ bool gpu_bf16_near_tie(float y, uint32_t m) {
     return ((dwconv_f32_bits(y) + (m - 0x8000u)) & 0xffffu) <= 2u * m;
 }
 
@@ -175,8 +179,8 @@ static __device__ __forceinline__ bool gpu_bf16_near_tie(float y) {
  * takes the hot path (or the rough one), and one test for the n values sends them to
  * the cold path (or the contract's whole silu) only when one of them needs it
  * (|x| > 86 or NaN, rare; with the rough path also a near tie). Where the rough path is
- * compiled but the device is not one it was proven on, every bf16 value takes the
- * contract's whole silu (out of line: slower, the same bits). */
+ * compiled but the device is not one it was proven on, every bf16 value is a near tie
+ * and takes the contract's whole silu (out of line: slower, the same bits). */
 template <int ACT, int N, int YT>
 static __device__ __forceinline__ void gpu_activate_fixed(float *v) {
     if (ACT == DWCONV_ACT_RELU) {
@@ -184,17 +188,16 @@ static __device__ __forceinline__ void gpu_activate_fixed(float *v) {
         for (int i = 0; i < N; i++) v[i] = dwconv_relu(v[i]);
     } else if (ACT == DWCONV_ACT_SILU) {
         const bool rough = GPU_SILU_ROUGH && YT == DWCONV_BF16;
-        const bool proven = rough && GPU_SILU_ROUGH_PROVEN; /* else the contract's, all */
         float out[N];
         bool need[N], any = false;
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            need[i] = !(fabsf(v[i]) <= DWCONV_SILU_COLD) || (rough && !proven);
-            if (proven) {
+            need[i] = !(fabsf(v[i]) <= DWCONV_SILU_COLD);
+            if (rough) {
                 out[i] = gpu_silu_rough(v[i]);
-                need[i] = need[i] || gpu_bf16_near_tie(out[i]);
+                need[i] = need[i] || gpu_bf16_near_tie(out[i], GPU_SILU_ROUGH_MARGIN);
             } else {
-                out[i] = rough ? 0.0f : gpu_silu_hot(v[i]); /* rough, unproven: all below */
+                out[i] = gpu_silu_hot(v[i]);
             }
             any |= need[i];
         }

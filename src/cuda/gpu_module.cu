@@ -58,8 +58,8 @@ static cudaError_t gpu_silu_rough_mark(int device) {
 #else
     int major = 0, minor = 0;
     cudaError_t err = gpu_compute_capability(device, &major, &minor);
-    const int proven = major == 9 && minor == 0;
-    if (err == cudaSuccess) err = cudaMemcpyToSymbol(gpu_silu_rough_proven, &proven, sizeof proven);
+    const uint32_t margin = major == 9 && minor == 0 ? GPU_SILU_ROUGH_ULPS : GPU_SILU_ROUGH_UNPROVEN;
+    if (err == cudaSuccess) err = cudaMemcpyToSymbol(gpu_silu_rough_margin, &margin, sizeof margin);
     return err;
 #endif
 }

@@ -32,7 +32,7 @@ template <class F, int XT, int WT> struct gpu_k_instance<F, XT, WT, 0> {
 
 struct gpu_generic_kernels {
     template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
-        return dwconv_generic_kernel; /* reads the dtypes at run time */
+        return dwconv_generic_kernel<XT, WT>;
     }
 };
 

@@ -18,10 +18,17 @@
 #define DWCONV_GPU_KERNEL_BWD_REDUCE_CUH
 
 #include "gpu_bwd_common.cuh"
-#include "gpu_kernel_generic.cuh" /* gpu_store */
+#include "gpu_elements.cuh"
 
 #define GPU_BWD_REDUCE_THREADS 128
 #define GPU_BWD_REDUCE_BATCH 8 /* loads a thread has in flight */
+
+/* Element i of base, in the dtype the call chose at run time, set to v rounded. */
+static __device__ __forceinline__ void gpu_store(int dtype, void *base, int64_t i, float v) {
+    if (dtype == DWCONV_F32) ((uint32_t *)base)[i] = gpu_elem<DWCONV_F32>::narrow(v);
+    else if (dtype == DWCONV_F16) ((uint16_t *)base)[i] = gpu_elem<DWCONV_F16>::narrow(v);
+    else ((uint16_t *)base)[i] = gpu_elem<DWCONV_BF16>::narrow(v);
+}
 
 template <bool ROWS>
 __global__ __launch_bounds__(GPU_BWD_REDUCE_THREADS) void dwconv_bwd_reduce_kernel(gpu_bwd_args a) {

@@ -108,13 +108,16 @@ static void gpu_generic_geometry(gpu_conv_args *a, gpu_launch *l) {
                          a->y_stride[DWCONV_DIM_CHANNEL] < a->y_stride[DWCONV_DIM_POSITION]);
     const int64_t inner = a->channels_inner ? a->channels : a->output_length;
     const int64_t outer = a->channels_inner ? a->output_length : a->channels;
-    int tx = 1; /* a power of two: a block holds several short rows */
-    while (tx < GPU_GENERIC_THREADS && tx < inner) tx *= 2;
+    /* below a warp a power of two (several rows share a warp), above it whole warps
+     * (a row of 132 outputs takes 160 threads, not 256: no idle warps) */
+    int tx = 1;
+    while (tx < GPU_WARP && tx < inner) tx *= 2;
+    if (tx == GPU_WARP) tx = (int)gpu_clamp(gpu_div_up(inner, GPU_WARP), 1, GPU_GENERIC_THREADS / GPU_WARP) * GPU_WARP;
+    const int rows_per_block = GPU_GENERIC_THREADS / tx;
     a->inner_threads = tx;
-    l->threads = GPU_GENERIC_THREADS;
+    l->threads = tx * rows_per_block;
     l->smem = 0;
-    gpu_grid_clamp(l->grid, gpu_div_up(inner, tx), gpu_div_up(outer, GPU_GENERIC_THREADS / tx),
-                   a->batch);
+    gpu_grid_clamp(l->grid, gpu_div_up(inner, tx), gpu_div_up(outer, rows_per_block), a->batch);
 }
 
 /* The smallest tile (8, 16 or 32 lanes) that covers a row, or a warp's tiles along

@@ -132,8 +132,10 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * contract's silu for every bf16 value (correct, slower: build for its architecture,
  * CUDA_ARCHS, to have the inline hot path there) until its own run adds it
  * (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to compile the path for any
- * architecture). A margin rather than a flag: the gate costs no branch of its own (a
- * flag's second path cost 3.5% on causal K4 bf16 silu, run Q).
+ * architecture). A margin rather than a flag: no second path (the flag's cost 3% on
+ * causal K4 bf16 silu, bench/RESULTS-gpu.md run Q); the margin still costs 2% there
+ * against the ungated build (the test derives its two constants from it: one add
+ * more per value in PTX).
  * -DDWCONV_GPU_SILU_ROUGH=0 (configure's NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
 #define DWCONV_GPU_SILU_ROUGH 1

@@ -6,6 +6,7 @@
 #ifndef DWCONV_GPU_KERNEL_GENERIC_CUH
 #define DWCONV_GPU_KERNEL_GENERIC_CUH
 
+#include "dwconv_module.h" /* DWCONV_DIM_* */
 #include "gpu_args.cuh"
 #include "gpu_elements.cuh"
 #include "gpu_carried.cuh"

@@ -119,6 +119,7 @@ __global__ void bf16_all(bf16_tally *t) {
     unsigned long long checked = 0, differ = 0, near = 0, hot = 0, rough_differs = 0;
     unsigned long long f16_near[2] = {0, 0}, f16_differs = 0, drawn = 0, catches = 0;
     unsigned max_ulps = 0;
+    const gpu_tie_window proven_window = GPU_TIE_WINDOW(GPU_SILU_ROUGH_ULPS);
     for (uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (1ull << 29);
          g += (uint64_t)gridDim.x * blockDim.x) {
         const uint32_t base = (uint32_t)(g * 8);
@@ -143,7 +144,7 @@ __global__ void bf16_all(bf16_tally *t) {
                 const bool rough_wrong = gpu_elem<DWCONV_BF16>::narrow(r) != want; /* what the near-tie test guards */
                 hot++;
                 if (ad > max_ulps) max_ulps = ad;
-                if (gpu_bf16_near_tie(r, GPU_SILU_ROUGH_ULPS)) near++;
+                if (gpu_bf16_near_tie(r, proven_window)) near++;
                 if (rough_wrong) rough_differs++;
                 /* silu_near_rounding_ties draws z where exact +- 2^-20 of itself rounds two ways */
                 if (gpu_elem<DWCONV_BF16>::narrow(exact - fabsf(exact) * 0x1p-20f) !=
@@ -406,8 +407,8 @@ int main() {
     /* 5. rounded to bf16 */
     auto bf16_run = [&](int gate) { /* part 5's kernel with the run-time gate open or shut */
         bf16_tally *t;
-        const uint32_t margin = gate ? GPU_SILU_ROUGH_ULPS : GPU_SILU_ROUGH_UNPROVEN;
-        CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_margin, &margin, sizeof margin));
+        const gpu_tie_window w = GPU_TIE_WINDOW(gate ? GPU_SILU_ROUGH_ULPS : GPU_SILU_ROUGH_UNPROVEN);
+        CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_tie_window, &w, sizeof w));
         CHECK_CUDA(cudaMallocManaged(&t, sizeof *t));
         *t = bf16_tally{0, 0, 0, 0, 0, {0, 0}, 0, 0, 0, 0xffffffffu, 0};
         bf16_all<<<prop.multiProcessorCount * 8, 256>>>(t);
@@ -431,8 +432,8 @@ int main() {
            100.0 * bt->test_catches / (bt->test_drawn ? bt->test_drawn : 1));
     /* the same with the gate shut: what a device the path is not proven on runs */
     bf16_tally *shut = bf16_run(0);
-    const uint32_t open_margin = GPU_SILU_ROUGH_ULPS; /* part 4 times the kernels' path: open again */
-    CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_rough_margin, &open_margin, sizeof open_margin));
+    const gpu_tie_window open = GPU_TIE_WINDOW(GPU_SILU_ROUGH_ULPS); /* part 4 times the kernels' path */
+    CHECK_CUDA(cudaMemcpyToSymbol(gpu_silu_tie_window, &open, sizeof open));
     printf("      the gate shut (a device the path is not proven on): %llu values, %llu differ\n",
            shut->checked, shut->differ);
     const bool bf16_ok = bt->checked == (1ull << 32) && bt->differ == 0 &&

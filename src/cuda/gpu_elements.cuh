@@ -126,16 +126,15 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * where silu_exhaustive has passed: compute capability 9.0 (H100, H200; 2026-12-06,
  * bench/RESULTS-gpu.md run P). It is compiled for __CUDA_ARCH__ 900 alone (sm_90
  * machine code and the compute_90 PTX; other architectures' machine code takes the
- * contract's hot path), and the module narrows gpu_silu_rough_margin to
- * GPU_SILU_ROUGH_ULPS for a 9.0 device only: elsewhere it stays 0x8000, every value
- * counts as near a tie, so that a newer GPU compiling the compute_90 PTX computes the
+ * contract's hot path), and the module narrows gpu_silu_tie_window to
+ * GPU_SILU_ROUGH_ULPS for a 9.0 device only: elsewhere it stays 0x8000 units wide and
+ * every value counts as near a tie, so that a newer GPU compiling the compute_90 PTX computes the
  * contract's silu for every bf16 value (correct, slower: build for its architecture,
  * CUDA_ARCHS, to have the inline hot path there) until its own run adds it
  * (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to compile the path for any
- * architecture). A margin rather than a flag: no second path (the flag's cost 3% on
- * causal K4 bf16 silu, bench/RESULTS-gpu.md run Q); the margin still costs 2% there
- * against the ungated build (the test derives its two constants from it: one add
- * more per value in PTX).
+ * architecture). The gate is the near-tie test's own two constants, read from constant
+ * memory, so that it adds no instruction: a flag's second path, and a margin from which
+ * the test derived its constants, each cost 2.5-3% on causal K4 bf16 silu (run Q).
  * -DDWCONV_GPU_SILU_ROUGH=0 (configure's NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
 #define DWCONV_GPU_SILU_ROUGH 1
@@ -143,11 +142,19 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
 #define GPU_SILU_ROUGH_ULPS 32u
 #define GPU_LOG2E_LO 1.925963033500011e-08f /* log2(e) - DWCONV_EXP_LOG2E */
 #define GPU_LN2 0.693147182464599609375f
-#define GPU_SILU_ROUGH_UNPROVEN 0x8000u /* a margin that takes in every value */
+/* The near-tie test for a margin of m f32 units: a value whose low 16 bits b satisfy
+ * (b + offset) mod 2^16 <= width lies within m units of the bf16 midpoint 0x8000 (a
+ * borrow from the upper bits does not change the rounding); m = 0x8000 takes in every
+ * value. */
+typedef struct gpu_tie_window {
+    uint32_t offset, width;
+} gpu_tie_window;
+#define GPU_TIE_WINDOW(m) {(uint32_t)(m) - 0x8000u, 2u * (uint32_t)(m)}
+#define GPU_SILU_ROUGH_UNPROVEN 0x8000u
 #if defined(__CUDACC__) && !defined(DWCONV_GPU_IS_HIP)
-/* The near-tie margin in f32 units: GPU_SILU_ROUGH_ULPS on a device whose architecture
- * the rough path was proven on (set by the module), else every value. */
-static __constant__ uint32_t gpu_silu_rough_margin = GPU_SILU_ROUGH_UNPROVEN;
+/* GPU_SILU_ROUGH_ULPS on a device whose architecture the rough path was proven on (set
+ * by the module), else every value. */
+static __constant__ gpu_tie_window gpu_silu_tie_window = GPU_TIE_WINDOW(GPU_SILU_ROUGH_UNPROVEN);
 #endif
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || defined(DWCONV_GPU_SILU_ROUGH_TRY))
 #define GPU_SILU_ROUGH DWCONV_GPU_SILU_ROUGH
@@ -161,18 +168,17 @@ static __device__ __forceinline__ float gpu_silu_rough(float x) {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(q) : "f"(1.0f + t));
     return x * q;
 }
-#define GPU_SILU_ROUGH_MARGIN gpu_silu_rough_margin
+#define GPU_SILU_TIE_WINDOW gpu_silu_tie_window
 #else /* not used (GPU_SILU_ROUGH 0): the contract's hot path */
 #define GPU_SILU_ROUGH 0
-#define GPU_SILU_ROUGH_MARGIN GPU_SILU_ROUGH_UNPROVEN
+#define GPU_SILU_TIE_WINDOW (gpu_tie_window) GPU_TIE_WINDOW(GPU_SILU_ROUGH_UNPROVEN)
 static __device__ __forceinline__ float gpu_silu_rough(float x) { return gpu_silu_hot(x); }
 #endif
 
-/* Whether y's rounding to bf16 (to nearest, ties to even) could change within m
- * units of its last place: its low 16 bits that close to 0x8000 (modulo 2^16: a borrow
- * from the upper bits does not change the rounding). Always, for m = 0x8000. */
-static __device__ __forceinline__ bool gpu_bf16_near_tie(float y, uint32_t m) {
-    return ((dwconv_f32_bits(y) + (m - 0x8000u)) & 0xffffu) <= 2u * m;
+/* Whether y's rounding to bf16 (to nearest, ties to even) could change within the
+ * window's margin of its last place. */
+static __device__ __forceinline__ bool gpu_bf16_near_tie(float y, gpu_tie_window w) {
+    return ((dwconv_f32_bits(y) + w.offset) & 0xffffu) <= w.width;
 }
 
 /* The activation ACT (fixed at compile time) of n values that the caller then rounds
@@ -197,7 +203,7 @@ static __device__ __forceinline__ void gpu_activate_fixed(float *v) {
             need[i] = !(fabsf(v[i]) <= DWCONV_SILU_COLD);
             if (rough) {
                 out[i] = gpu_silu_rough(v[i]);
-                need[i] = need[i] || gpu_bf16_near_tie(out[i], GPU_SILU_ROUGH_MARGIN);
+                need[i] = need[i] || gpu_bf16_near_tie(out[i], GPU_SILU_TIE_WINDOW);
             } else {
                 out[i] = gpu_silu_hot(v[i]);
             }

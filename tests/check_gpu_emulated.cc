@@ -163,6 +163,24 @@ int check_shapes(dwconv_context *cpu, test_rng *rng, int *runs) {
             gpu_case_strides(rng, &d, GPU_CHANNEL_LAST, xs, ys);
             failures += check_desc(cpu, rng, &d, xs, ys, GPU_FAMILY_AUTO, i + 1, runs);
         }
+    /* slide at a dilation, on whole channel vectors (C 24: 6 f32 vectors, 3 of 16 bits):
+     * runs of one phase, rows a dilation apart, the row's ends by every padding mode */
+    static const struct {
+        int64_t K, D, L;
+    } dilated[] = {{2, 2, 61}, {4, 3, 517}, {7, 2, 1030}, {3, 5, 14}, {8, 4, 333}};
+    for (const auto &r : dilated)
+        for (int dt = 0; dt < 3; dt++, i++) {
+            dwconv_desc d;
+            dwconv_desc_init(&d, 2, 24, r.L, r.K);
+            d.dtype = (dwconv_dtype)dt, d.weight_dtype = i % 2 ? DWCONV_F32 : d.dtype;
+            d.dilation = r.D, d.layout = DWCONV_LAYOUT_NLC;
+            d.padding = i % 3 == 0 ? DWCONV_PADDING_CAUSAL : DWCONV_PADDING_SAME;
+            d.padding_mode = d.padding == DWCONV_PADDING_SAME ? (dwconv_padding_mode)(i % 4) : DWCONV_PAD_ZEROS;
+            d.activation = (dwconv_activation)(i % 3);
+            if (dwconv_desc_resolve(&d, NULL, NULL, NULL) != DWCONV_SUCCESS) continue;
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_SLIDE, i, runs);
+            failures += check_desc(cpu, rng, &d, NULL, NULL, GPU_FAMILY_AUTO, i + 1, runs);
+        }
     /* rows of several lattice tiles: the next tile's points carried over and fetched
      * during the sums, or (more taps than a tile) staged again; points a dilation apart */
     static const struct {

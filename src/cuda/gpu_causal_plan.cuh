@@ -161,13 +161,14 @@ static void gpu_causal_rows_grid(gpu_causal_step *s, int threads, int64_t channe
 }
 
 /* Whether family f's kernel takes the states itself: lean (a tile is longer than
- * any S it takes), slide where a thread's run is at least S long (so that only the
- * run from position 0 reads the states). */
+ * any S it takes), slide at dilation 1 where a thread's run is at least S long (so
+ * that only the run from position 0 reads the states; with dilation, the run of each
+ * phase would). */
 static int gpu_causal_fused(const gpu_conv_args *a, const gpu_launch *l) {
     if (l->family == GPU_FAMILY_LEAN) return 1;
     const int V = gpu_vector_width(a->dtype);
-    return l->family == GPU_FAMILY_SLIDE &&
-           a->steps * GPU_SLIDE_STEP(V, a->kernel_size) >= a->dilation * (a->kernel_size - 1);
+    return l->family == GPU_FAMILY_SLIDE && a->dilation == 1 &&
+           a->steps * GPU_SLIDE_STEP(V, a->kernel_size) >= a->kernel_size - 1;
 }
 
 /* The forward's steps. verdict: an int of device memory for the check's verdict;

@@ -142,8 +142,8 @@ GPU_HD int64_t gpu_nlc_smem(int channel_threads, int width) {
     return (int64_t)GPU_NLC_TAPS * channel_threads * width * 4;
 }
 
-/* slide (gpu_kernel_nlc_slide.cuh): channel-last, stride 1, dilation 1, small K: a
- * window of rows in registers. */
+/* slide (gpu_kernel_nlc_slide.cuh): channel-last, stride 1, small K, any dilation: a
+ * window of rows (one phase of the dilation) in registers. */
 #define GPU_SLIDE_THREADS 128
 #define GPU_SLIDE_MAX_K 8
 #define GPU_SLIDE_MAX_STEPS 16
@@ -204,7 +204,7 @@ static inline int gpu_nlc_fits(const gpu_conv_args *a) {
 }
 
 static inline int gpu_slide_fits(const gpu_conv_args *a) {
-    return a->stride == 1 && a->dilation == 1;
+    return a->stride == 1;
 }
 
 static inline int gpu_column_fits(const gpu_conv_args *a) {

@@ -1,22 +1,25 @@
 /*
  * Channel-last (channels adjacent; positions and batch entries anywhere), stride 1,
- * dilation 1, K <= GPU_SLIDE_MAX_K: a sliding window in registers. A thread owns one
- * 16-byte vector of consecutive channels and a run of a.steps * GPU_SLIDE_STEP(V, K)
- * consecutive output positions; it keeps the last K - 1 input rows of its channels in
- * registers and, per step, loads the next
+ * any dilation D, K <= GPU_SLIDE_MAX_K: a sliding window in registers. A thread owns
+ * one 16-byte vector of consecutive channels and a run of a.steps * GPU_SLIDE_STEP(V, K)
+ * output positions D apart (one phase of the dilation: outputs o, o + D, ... read
+ * rows D apart, so the window slides along that phase alone); it keeps the last K - 1
+ * input rows of its channels in registers and, per step, loads the next
  * GPU_SLIDE_STEP rows (all in flight at once), so each x vector is read from memory
  * about once (the K - 1 rows before a run twice). The K weights of its channels live
  * in registers as f32. A warp's loads and stores are whole 16-byte vectors side by
- * side along the channels.
+ * side along the channels. Runs go D at a time: run u / D of the row, phase u % D, so
+ * that the D phases of a stretch of the row are read together (from L1 and L2).
  *
  * Where a channel vector is partial (C not a multiple of the vector width) or the
  * positions do not all start on 16-byte boundaries (vector_x / vector_y false), the
  * same code loads and stores element by element instead; rows outside [0, L) read
  * what the padding mode reads.
  *
- * Carried states (a causal forward, gpu_args.cuh): rows before 0 load from the states
- * (channels S elements apart there), and the run from position 0, the only one that
- * reads them (runs are at least S long then), writes the final states after it.
+ * Carried states (a causal forward, gpu_args.cuh; dilation 1 only): rows before 0 load
+ * from the states (channels S elements apart there), and the run from position 0, the
+ * only one that reads them (runs are at least S long then), writes the final states
+ * after it.
  *
  * Grid: x = position tiles (a.channel_threads threads across channel vectors times
  * GPU_SLIDE_THREADS / a.channel_threads runs), y = channel blocks, z = batch (each
@@ -101,7 +104,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
     const int V = gpu_vec_width<XT>::value, P = GPU_SLIDE_STEP(V, K);
     const int TC = a.channel_threads, TR = GPU_SLIDE_THREADS / TC;
     const int tid = threadIdx.x, cx = tid % TC, ry = tid / TC;
-    const int64_t C = a.channels, L = a.length, L_out = a.output_length;
+    const int64_t C = a.channels, L = a.length, L_out = a.output_length, D = a.dilation;
     const int64_t run = a.steps * P;
     const int64_t channel_blocks = (C + (int64_t)TC * V - 1) / ((int64_t)TC * V);
 
@@ -118,31 +121,34 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
             const int64_t S = a.state_length; /* 0 without states */
             const raw *before = a.state_in ? (const raw *)a.state_in + (b * C + c) * S + S : NULL;
             for (int64_t pt = blockIdx.x; pt < a.tiles_per_row; pt += gridDim.x) {
-                const int64_t o_begin = (pt * TR + ry) * run;
+                const int64_t unit = pt * TR + ry; /* run unit / D of the row, phase unit % D */
+                const int64_t o_begin = unit / D * run * D + unit % D;
                 if (o_begin >= L_out) continue;
                 const int64_t p0 = o_begin - a.pad_left; /* the row of the first tap */
-                uint4 win[K - 1 + P]; /* rows p .. p + K - 2 + P of the current step */
+                const int64_t dstep = D * xstep;         /* between the rows of the window */
+                uint4 win[K - 1 + P]; /* rows p + i D, i < K - 1 + P, of the current step */
 #pragma unroll
                 for (int k = 0; k < K - 1; k++)
-                    win[k] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p0 + k, valid, a.vector_x,
+                    win[k] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p0 + k * D, valid, a.vector_x,
                                                  before, S);
 #pragma unroll 1
                 for (int64_t s = 0; s < a.steps; s++) {
-                    const int64_t ob = o_begin + s * P, p = p0 + s * P;
+                    const int64_t ob = o_begin + s * P * D, p = p0 + s * P * D;
                     if (ob >= L_out) break;
-                    if (a.vector_x && valid == V && p >= 0 && p + K - 1 + P <= L) {
-                        const raw *at = xb + (p + K - 1) * xstep;
+                    if (a.vector_x && valid == V && p >= 0 && p + (K - 2 + P) * D < L) {
+                        const raw *at = xb + (p + (K - 1) * D) * xstep;
 #pragma unroll
-                        for (int r = 0; r < P; r++) win[K - 1 + r] = gpu_load16(at + r * xstep);
+                        for (int r = 0; r < P; r++) win[K - 1 + r] = gpu_load16(at + r * dstep);
                     } else {
 #pragma unroll
                         for (int r = 0; r < P; r++)
-                            win[K - 1 + r] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode, p + K - 1 + r,
-                                                                valid, a.vector_x, before, S);
+                            win[K - 1 + r] = gpu_slide_load<XT>(xb, L, xstep, a.padding_mode,
+                                                                p + (K - 1 + r) * D, valid, a.vector_x,
+                                                                before, S);
                     }
 #pragma unroll
                     for (int r = 0; r < P; r++) {
-                        if (ob + r >= L_out) break;
+                        if (ob + r * D >= L_out) break;
                         float out[V];
 #pragma unroll
                         for (int i = 0; i < V; i++) {
@@ -154,8 +160,8 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
                             out[i] = acc;
                         }
                         gpu_activate_all<V, XT>(a.activation, out);
-                        if (a.vector_y) gpu_store_vector<XT>(yb, (ob + r) * ystep, out, 0, valid);
-                        else gpu_store_elements<XT>(yb, (ob + r) * ystep, out, 0, valid);
+                        if (a.vector_y) gpu_store_vector<XT>(yb, (ob + r * D) * ystep, out, 0, valid);
+                        else gpu_store_elements<XT>(yb, (ob + r * D) * ystep, out, 0, valid);
                     }
 #pragma unroll
                     for (int k = 0; k < K - 1; k++) win[k] = win[P + k];

@@ -195,7 +195,9 @@ static void gpu_slide_geometry(gpu_conv_args *a, gpu_launch *l) {
      * keeps enough threads */
     const int64_t one_step = a->batch * channel_blocks * tc * gpu_div_up(a->output_length, P);
     a->steps = gpu_clamp(one_step / gpu_limits.enough_threads, 1, GPU_SLIDE_MAX_STEPS);
-    a->tiles_per_row = gpu_div_up(a->output_length, runs_per_tile * a->steps * P);
+    /* runs of a stretch of run * D outputs: one per phase of the dilation */
+    const int64_t D = a->dilation, runs = D * gpu_div_up(a->output_length, a->steps * P * D);
+    a->tiles_per_row = gpu_div_up(runs, runs_per_tile);
     a->vector_w = (uintptr_t)a->weight % GPU_VECTOR_BYTES == 0 &&
                   (uintptr_t)a->bias % GPU_VECTOR_BYTES == 0;
     l->threads = GPU_SLIDE_THREADS;
@@ -236,11 +238,12 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
  * 64-119 outputs stayed faster on generic). */
 #define GPU_SHORT_ROW 192
 
-/* The family for a: mixed layouts: generic. Channel-last with stride 1 and dilation 1:
- * slide for small K where every position of x and y starts on a 16-byte boundary (its
- * loads and stores are whole vectors of channels, the window in registers), else
- * column (one channel per lane: every warp access contiguous whatever the alignment;
- * register-blocked over taps for large K); other channel-last problems nlc.
+/* The family for a: mixed layouts: generic. Channel-last with stride 1: slide for
+ * small K (any dilation) where every position of x and y starts on a 16-byte boundary
+ * (its loads and stores are whole vectors of channels, the window in registers), else
+ * at dilation 1 column (one channel per lane: every warp access contiguous whatever
+ * the alignment; register-blocked over taps for large K); other channel-last problems
+ * nlc.
  * Channel-first: lean for small K at any row length (whole vectors staged, taps out of
  * registers; short rows several per block); other short rows generic; lattice for
  * large K with dilation == stride (register-blocked over taps), tile for the rest that

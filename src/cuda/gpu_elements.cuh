@@ -126,15 +126,16 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * where silu_exhaustive has passed: compute capability 9.0 (H100, H200; 2026-12-06,
  * bench/RESULTS-gpu.md run P). It is compiled for __CUDA_ARCH__ 900 alone (sm_90
  * machine code and the compute_90 PTX; other architectures' machine code takes the
- * contract's hot path), and the module narrows gpu_silu_tie_window to
- * GPU_SILU_ROUGH_ULPS for a 9.0 device only: elsewhere it stays 0x8000 units wide and
- * every value counts as near a tie, so that a newer GPU compiling the compute_90 PTX computes the
- * contract's silu for every bf16 value (correct, slower: build for its architecture,
+ * contract's hot path), and the module narrows gpu_silu_tie_window to a margin of
+ * GPU_SILU_ROUGH_ULPS for a 9.0 device only: elsewhere its margin stays 0x8000 and
+ * every value counts as near a tie, so that a newer GPU compiling the compute_90 PTX
+ * computes the contract's silu for every bf16 value (correct, slower: build for its architecture,
  * CUDA_ARCHS, to have the inline hot path there) until its own run adds it
  * (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to compile the path for any
  * architecture). The gate is the near-tie test's own two constants, read from constant
- * memory, so that it adds no instruction: a flag's second path, and a margin from which
- * the test derived its constants, each cost 2.5-3% on causal K4 bf16 silu (run Q).
+ * memory, so that it adds no instruction: a flag's second path cost 3% on causal K4
+ * bf16 silu, a margin from which the test derived its constants 2% (run Q); this
+ * gate, nothing measurable (run R).
  * -DDWCONV_GPU_SILU_ROUGH=0 (configure's NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
 #define DWCONV_GPU_SILU_ROUGH 1

@@ -121,8 +121,8 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
             const int64_t S = a.state_length; /* 0 without states */
             const raw *before = a.state_in ? (const raw *)a.state_in + (b * C + c) * S + S : NULL;
             for (int64_t pt = blockIdx.x; pt < a.tiles_per_row; pt += gridDim.x) {
-                /* run unit / D of the row, phase unit % D; no 64-bit division at dilation 1 (with
-                 * it, one small shape of dilation 1 ran 7% slower: bench/RESULTS-gpu.md, run R) */
+                /* run unit / D of the row, phase unit % D (no 64-bit division at dilation 1,
+                 * the common case) */
                 const int64_t unit = pt * TR + ry;
                 const int64_t o_begin = D == 1 ? unit * run : unit / D * run * D + unit % D;
                 if (o_begin >= L_out) continue;

@@ -58,10 +58,9 @@ static cudaError_t gpu_silu_rough_mark(int device) {
 #else
     int major = 0, minor = 0;
     cudaError_t err = gpu_compute_capability(device, &major, &minor);
-    const gpu_tie_window proven = GPU_TIE_WINDOW(GPU_SILU_ROUGH_ULPS),
-                         unproven = GPU_TIE_WINDOW(GPU_SILU_ROUGH_UNPROVEN);
-    const gpu_tie_window *w = major == 9 && minor == 0 ? &proven : &unproven;
-    if (err == cudaSuccess) err = cudaMemcpyToSymbol(gpu_silu_tie_window, w, sizeof *w);
+    const gpu_tie_window w =
+        GPU_TIE_WINDOW(major == 9 && minor == 0 ? GPU_SILU_ROUGH_ULPS : GPU_SILU_ROUGH_UNPROVEN);
+    if (err == cudaSuccess) err = cudaMemcpyToSymbol(gpu_silu_tie_window, &w, sizeof w);
     return err;
 #endif
 }

@@ -83,10 +83,18 @@ struct gpu_nlc_kernels {
     }
 };
 
+/* slide's instances: a 16-byte vector of channels a thread, or one (a->slide_width). */
+template <bool VECTOR> struct gpu_slide_kind {
+    template <int XT, int WT, int K> static gpu_kernel_fn at() {
+        return dwconv_nlc_slide_kernel<XT, WT, K, VECTOR ? gpu_vec_width<XT>::value : 1>;
+    }
+};
+
 struct gpu_slide_kernels {
-    template <int XT, int WT, int K> static gpu_kernel_fn at() { return dwconv_nlc_slide_kernel<XT, WT, K>; }
     template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
-        return gpu_k_instance<gpu_slide_kernels, XT, WT, GPU_SLIDE_MAX_K>::get(a->kernel_size);
+        return a->slide_width == 1
+                   ? gpu_k_instance<gpu_slide_kind<false>, XT, WT, GPU_SLIDE_MAX_K>::get(a->kernel_size)
+                   : gpu_k_instance<gpu_slide_kind<true>, XT, WT, GPU_SLIDE_MAX_K>::get(a->kernel_size);
     }
 };
 

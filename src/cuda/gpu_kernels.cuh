@@ -19,8 +19,8 @@
  *   gpu_kernel_ncl_tile.cuh     channel-first, any stride/dilation/K: shared-memory tiles
  *   gpu_kernel_ncl_lattice.cuh  channel-first, large K, dilation == stride: FMA-bound
  *   gpu_kernel_nlc.cuh          channel-last, anything: 16-byte vectors across channels
- *   gpu_kernel_nlc_slide.cuh    channel-last, stride 1, dilation 1, small K: a window
- *                               of rows in registers
+ *   gpu_kernel_nlc_slide.cuh    channel-last, stride 1, small K: a window of rows in
+ *                               registers (a 16-byte vector or one channel a thread)
  *   gpu_kernel_nlc_column.cuh   channel-last, stride 1, dilation 1, large K: one channel
  *                               per thread, register-blocked over positions and taps
  *   gpu_carried.cuh             what the families do for the causal forward: skip on bad

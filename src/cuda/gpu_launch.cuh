@@ -186,9 +186,15 @@ static void gpu_nlc_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_set_grid(a, l, a->kernel_size <= GPU_NLC_TAPS ? 8 : 1, gpu_div_up(vectors, tc), a->batch);
 }
 
+/* Whole 16-byte vectors of channels where every position of x and y starts on a
+ * 16-byte boundary, else one channel a thread (a warp's accesses stay 32 adjacent
+ * elements of a row, where a vector's would be element loads 16 bytes apart). */
 static void gpu_slide_geometry(gpu_conv_args *a, gpu_launch *l) {
-    const int V = gpu_vector_width(a->dtype), P = GPU_SLIDE_STEP(V, a->kernel_size);
+    const int whole = gpu_positions_aligned(a->x, a->x_stride, a->dtype) &&
+                      gpu_positions_aligned(a->y, a->y_stride, a->dtype);
+    const int V = whole ? gpu_vector_width(a->dtype) : 1, P = GPU_SLIDE_STEP(V, a->kernel_size);
     const int tc = gpu_nlc_channel_threads(a, V);
+    a->slide_width = V;
     const int64_t vectors = gpu_div_up(a->channels, V);
     const int64_t channel_blocks = gpu_div_up(vectors, tc), runs_per_tile = GPU_SLIDE_THREADS / tc;
     /* longer runs (fewer re-read halo rows, weights loaded fewer times) while the GPU
@@ -239,21 +245,17 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 #define GPU_SHORT_ROW 192
 
 /* The family for a: mixed layouts: generic. Channel-last with stride 1: slide for
- * small K (any dilation) where every position of x and y starts on a 16-byte boundary
- * (its loads and stores are whole vectors of channels, the window in registers), else
- * at dilation 1 column (one channel per lane: every warp access contiguous whatever
- * the alignment; register-blocked over taps for large K); other channel-last problems
- * nlc.
+ * small K (any dilation and alignment: the window in registers, whole vectors of
+ * channels where positions are 16-byte aligned, else one channel a thread), else at
+ * dilation 1 column (one channel per lane, register-blocked over taps for large K);
+ * other channel-last problems nlc.
  * Channel-first: lean for small K at any row length (whole vectors staged, taps out of
  * registers; short rows several per block); other short rows generic; lattice for
  * large K with dilation == stride (register-blocked over taps), tile for the rest that
  * fits shared memory, else generic. */
 static int gpu_choose_family(const gpu_conv_args *a) {
     if (a->layout == GPU_CHANNEL_LAST) {
-        if (gpu_family_applies(GPU_FAMILY_SLIDE, a) &&
-            gpu_positions_aligned(a->x, a->x_stride, a->dtype) &&
-            gpu_positions_aligned(a->y, a->y_stride, a->dtype))
-            return GPU_FAMILY_SLIDE;
+        if (gpu_family_applies(GPU_FAMILY_SLIDE, a)) return GPU_FAMILY_SLIDE;
         return gpu_family_applies(GPU_FAMILY_COLUMN, a) ? GPU_FAMILY_COLUMN : GPU_FAMILY_NLC;
     }
     if (a->layout != GPU_CHANNEL_FIRST) return GPU_FAMILY_GENERIC;

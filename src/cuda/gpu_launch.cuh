@@ -148,19 +148,24 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_grid_clamp(l->grid, gpu_div_up(rows * gpu_div_up(a->tiles_per_row, a->tiles_per_block), groups), 1, 1);
 }
 
-/* The smallest block whose tile covers the row (a longer tile would idle: rows of a
- * few hundred outputs ran up to 2.6x faster in one-warp blocks than in 256-thread
- * ones, bench/RESULTS-gpu.md run I; long rows keep large tiles, whose windows repeat
- * less halo), then smaller while its window does not fit. */
+/* The block (32 to 256 threads, its window in shared memory) whose tiles span the
+ * fewest x elements over the row: every tile repeats the halo, and the last one's
+ * threads run whether or not their outputs exist. So a short row takes the
+ * smallest block that covers it (a longer tile would idle: rows of a few hundred
+ * outputs ran up to 2.6x faster in one-warp blocks than in 256-thread ones,
+ * bench/RESULTS-gpu.md run I), a long row large tiles (less halo) unless its last tile
+ * would idle most of its threads; ties go to the larger block. */
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int xsize = gpu_dtype_size(a->dtype);
-    int threads = GPU_TILE_MIN_THREADS;
-    while (threads < GPU_TILE_MAX_THREADS && (int64_t)threads * GPU_TILE_OUTPUTS < a->output_length)
-        threads *= 2;
-    while (threads > GPU_TILE_MIN_THREADS &&
-           gpu_tile_smem(gpu_tile_window(threads, a->kernel_size, a->stride, a->dilation), xsize,
-                         a->kernel_size) > GPU_SMEM_LIMIT)
-        threads /= 2;
+    int threads = 0;
+    int64_t fewest = 0;
+    for (int t = GPU_TILE_MAX_THREADS; t >= GPU_TILE_MIN_THREADS; t /= 2) {
+        const int64_t window = gpu_tile_window(t, a->kernel_size, a->stride, a->dilation);
+        if (gpu_tile_smem(window, xsize, a->kernel_size) > GPU_SMEM_LIMIT) continue;
+        const int64_t staged = gpu_div_up(a->output_length, (int64_t)t * GPU_TILE_OUTPUTS) * window;
+        if (threads == 0 || staged < fewest) threads = t, fewest = staged;
+    }
+    if (threads == 0) threads = GPU_TILE_MIN_THREADS; /* tile applies: the smallest fits */
     a->window = gpu_tile_window(threads, a->kernel_size, a->stride, a->dilation);
     l->threads = threads;
     l->smem = (size_t)gpu_tile_smem(a->window, xsize, a->kernel_size);

@@ -43,7 +43,6 @@ typedef struct gpu_conv_args {
     int64_t tiles_per_block; /* consecutive tiles one block walks (lean: one task) */
     int64_t window;          /* raw x elements a tile stages (tile kernel) */
     int64_t steps;           /* slide: steps of GPU_SLIDE_STEP positions per thread */
-    int slide_width;         /* slide: channels of a thread (a 16-byte vector's, or 1) */
     int channel_threads;     /* channel-last: threads across channel vectors in a block */
     int vector_x, vector_y;  /* channel-last: every position of x / y starts on a 16-byte
                                 boundary */

@@ -83,7 +83,7 @@ struct gpu_nlc_kernels {
     }
 };
 
-/* slide's instances: a 16-byte vector of channels a thread, or one (a->slide_width). */
+/* slide's instances: a 16-byte vector of channels a thread, or one (gpu_slide_width). */
 template <bool VECTOR> struct gpu_slide_kind {
     template <int XT, int WT, int K> static gpu_kernel_fn at() {
         return dwconv_nlc_slide_kernel<XT, WT, K, VECTOR ? gpu_vec_width<XT>::value : 1>;
@@ -92,7 +92,7 @@ template <bool VECTOR> struct gpu_slide_kind {
 
 struct gpu_slide_kernels {
     template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
-        return a->slide_width == 1
+        return gpu_slide_width(a) == 1
                    ? gpu_k_instance<gpu_slide_kind<false>, XT, WT, GPU_SLIDE_MAX_K>::get(a->kernel_size)
                    : gpu_k_instance<gpu_slide_kind<true>, XT, WT, GPU_SLIDE_MAX_K>::get(a->kernel_size);
     }

@@ -2,7 +2,7 @@
  * Channel-last (channels adjacent; positions and batch entries anywhere), stride 1,
  * any dilation D, K <= GPU_SLIDE_MAX_K: a sliding window in registers. A thread owns
  * V consecutive channels (a 16-byte vector of them where every position of x and y
- * starts on a 16-byte boundary, else one: a.slide_width) and a run of
+ * starts on a 16-byte boundary, else one: gpu_slide_width) and a run of
  * a.steps * GPU_SLIDE_STEP(V, K) output positions D apart (one phase of the dilation:
  * outputs o, o + D, ... read rows D apart, so the window slides along that phase
  * alone); it keeps the last K - 1 input rows of its channels in registers and, per

@@ -86,16 +86,27 @@ static int gpu_positions_aligned(const void *p, const int64_t *stride, int dtype
            stride[DWCONV_DIM_POSITION] * size % GPU_VECTOR_BYTES == 0;
 }
 
-/* Channel-last: threads across a position's channel vectors (a power of two up to a
- * warp, so a warp's loads stay whole lines), and whether x and y positions start on
- * 16-byte boundaries. */
+/* Channel-last: whether x and y positions start on 16-byte boundaries. */
+static void gpu_nlc_alignment(gpu_conv_args *a) {
+    a->vector_x = gpu_positions_aligned(a->x, a->x_stride, a->dtype);
+    a->vector_y = gpu_positions_aligned(a->y, a->y_stride, a->dtype);
+}
+
+/* slide's channels a thread (after gpu_nlc_alignment): a whole 16-byte vector of them
+ * where every position of x and y starts on a 16-byte boundary, else one (a warp's
+ * accesses stay 32 adjacent elements of a row, where a vector's would be element loads
+ * 16 bytes apart). */
+static int gpu_slide_width(const gpu_conv_args *a) {
+    return a->vector_x && a->vector_y ? gpu_vector_width(a->dtype) : 1;
+}
+
+/* Channel-last: threads across a position's channel vectors of V elements (a power of
+ * two up to a warp, so a warp's loads stay whole lines). */
 static int gpu_nlc_channel_threads(gpu_conv_args *a, int V) {
     const int64_t vectors = gpu_div_up(a->channels, V);
     int tc = 1;
     while (tc < 32 && tc < vectors) tc *= 2;
     a->channel_threads = tc;
-    a->vector_x = gpu_positions_aligned(a->x, a->x_stride, a->dtype);
-    a->vector_y = gpu_positions_aligned(a->y, a->y_stride, a->dtype);
     return tc;
 }
 
@@ -157,15 +168,14 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
  * would idle most of its threads; ties go to the larger block. */
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int xsize = gpu_dtype_size(a->dtype);
-    int threads = 0;
-    int64_t fewest = 0;
-    for (int t = GPU_TILE_MAX_THREADS; t >= GPU_TILE_MIN_THREADS; t /= 2) {
+    int threads = GPU_TILE_MIN_THREADS; /* its window fits: tile applies */
+    int64_t fewest = INT64_MAX;
+    for (int t = GPU_TILE_MIN_THREADS; t <= GPU_TILE_MAX_THREADS; t *= 2) {
         const int64_t window = gpu_tile_window(t, a->kernel_size, a->stride, a->dilation);
-        if (gpu_tile_smem(window, xsize, a->kernel_size) > GPU_SMEM_LIMIT) continue;
+        if (gpu_tile_smem(window, xsize, a->kernel_size) > GPU_SMEM_LIMIT) break; /* windows grow with t */
         const int64_t staged = gpu_div_up(a->output_length, (int64_t)t * GPU_TILE_OUTPUTS) * window;
-        if (threads == 0 || staged < fewest) threads = t, fewest = staged;
+        if (staged <= fewest) threads = t, fewest = staged;
     }
-    if (threads == 0) threads = GPU_TILE_MIN_THREADS; /* tile applies: the smallest fits */
     a->window = gpu_tile_window(threads, a->kernel_size, a->stride, a->dilation);
     l->threads = threads;
     l->smem = (size_t)gpu_tile_smem(a->window, xsize, a->kernel_size);
@@ -182,6 +192,7 @@ static void gpu_lattice_geometry(gpu_conv_args *a, gpu_launch *l) {
 }
 
 static void gpu_nlc_geometry(gpu_conv_args *a, gpu_launch *l) {
+    gpu_nlc_alignment(a);
     const int V = gpu_vector_width(a->dtype), tc = gpu_nlc_channel_threads(a, V);
     const int64_t vectors = gpu_div_up(a->channels, V);
     a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)(GPU_NLC_THREADS / tc) * gpu_nlc_run(V));
@@ -191,15 +202,10 @@ static void gpu_nlc_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_set_grid(a, l, a->kernel_size <= GPU_NLC_TAPS ? 8 : 1, gpu_div_up(vectors, tc), a->batch);
 }
 
-/* Whole 16-byte vectors of channels where every position of x and y starts on a
- * 16-byte boundary, else one channel a thread (a warp's accesses stay 32 adjacent
- * elements of a row, where a vector's would be element loads 16 bytes apart). */
 static void gpu_slide_geometry(gpu_conv_args *a, gpu_launch *l) {
-    const int whole = gpu_positions_aligned(a->x, a->x_stride, a->dtype) &&
-                      gpu_positions_aligned(a->y, a->y_stride, a->dtype);
-    const int V = whole ? gpu_vector_width(a->dtype) : 1, P = GPU_SLIDE_STEP(V, a->kernel_size);
+    gpu_nlc_alignment(a);
+    const int V = gpu_slide_width(a), P = GPU_SLIDE_STEP(V, a->kernel_size);
     const int tc = gpu_nlc_channel_threads(a, V);
-    a->slide_width = V;
     const int64_t vectors = gpu_div_up(a->channels, V);
     const int64_t channel_blocks = gpu_div_up(vectors, tc), runs_per_tile = GPU_SLIDE_THREADS / tc;
     /* longer runs (fewer re-read halo rows, weights loaded fewer times) while the GPU

@@ -150,7 +150,8 @@ GPU_HD int64_t gpu_nlc_smem(int channel_threads, int width) {
 /* Rows loaded per step, all in flight at once: with 16-byte vectors 8, or 4 for 2-byte
  * dtypes with K > 4 (whose 8 * K f32 weights leave too few registers for 8 rows); with
  * one channel a thread 16 (a row is one register, and a thread's loads are 2 or 4
- * bytes: more of them in flight keep as many bytes in flight). */
+ * bytes: more of them in flight keep as many bytes in flight; run S timed 16 alone,
+ * not against 8). */
 #define GPU_SLIDE_STEP(width, K) ((width) == 1 ? 16 : (width) == 4 || (K) <= 4 ? 8 : 4)
 
 /* column (gpu_kernel_nlc_column.cuh): channel-last, stride 1, dilation 1, large K: one

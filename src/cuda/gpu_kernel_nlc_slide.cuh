@@ -133,6 +133,10 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
     const int64_t C = a.channels, L = a.length, L_out = a.output_length, D = a.dilation;
     const int64_t run = a.steps * P;
     const int64_t channel_blocks = (C + (int64_t)TC * V - 1) / ((int64_t)TC * V);
+    /* Always true (gpu_slide_width): run-time tests all the same, because ptxas
+     * schedules the 16-bit vector instances faster with them (PTX as before
+     * f493f7e: 164 registers, not 166, for f16 K3; run T). */
+    const bool whole_x = V == 1 || a.vector_x, whole_y = V == 1 || a.vector_y;
 
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t cb = blockIdx.y; cb < channel_blocks; cb += gridDim.y) {
@@ -162,7 +166,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
                 for (int64_t s = 0; s < a.steps; s++) {
                     const int64_t ob = o_begin + s * P * D, p = p0 + s * P * D;
                     if (ob >= L_out) break;
-                    if (valid == V && p >= 0 && p + (K - 2 + P) * D < L) {
+                    if (whole_x && valid == V && p >= 0 && p + (K - 2 + P) * D < L) {
                         const raw *at = xb + (p + (K - 1) * D) * xstep;
 #pragma unroll
                         for (int r = 0; r < P; r++) win[K - 1 + r] = gpu_slide_io<XT, V>::whole(at + r * dstep);
@@ -186,7 +190,8 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(
                             out[i] = acc;
                         }
                         gpu_activate_all<V, XT>(a.activation, out);
-                        gpu_slide_io<XT, V>::store(yb, (ob + r * D) * ystep, out, valid);
+                        if (whole_y) gpu_slide_io<XT, V>::store(yb, (ob + r * D) * ystep, out, valid);
+                        else gpu_store_elements<XT>(yb, (ob + r * D) * ystep, out, 0, valid);
                     }
 #pragma unroll
                     for (int k = 0; k < K - 1; k++) win[k] = win[P + k];

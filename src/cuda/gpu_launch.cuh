@@ -247,34 +247,63 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 
 /* ---- the choice ---- */
 
-/* Channel-first rows shorter than this run the generic kernel unless lean takes them
- * (several rows per block): a tile of tile or lattice would leave most threads idle.
- * From about 200 outputs on, staging the window once beats generic's K reads per
- * output although most of the tile idles (the 2026-12-02 sweep, each family forced:
- * K 15-56 rows of 250-576 outputs ran 1.2-3.3x faster on lattice or tile; rows of
- * 64-119 outputs stayed faster on generic). */
+/* Channel-first rows shorter than this with K up to GPU_SHORT_ROW_MAX_K run the generic
+ * kernel unless lean takes them (several rows per block): a tile would leave most
+ * threads idle for a window generic reads in a few taps (run T, each family forced:
+ * rows of 43-64 outputs at K 2-8, generic 1.1-1.2x over tile). With larger K, staging
+ * the window pays even in short rows: since tile's block follows the row (32 threads
+ * for rows this short), rows of 72-119 outputs at K 15-31 ran 1.8-2.1x faster on tile
+ * than on generic (run T; the 2026-12-02 sweep, with 256-thread tiles, had found
+ * the opposite). */
 #define GPU_SHORT_ROW 192
+#define GPU_SHORT_ROW_MAX_K 8
+
+/* lattice's tiles have a fixed length (GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs);
+ * rows shorter than two of them run on tile, whose block follows the row (run T:
+ * rows of 250-1000 outputs at K 9-56, tile 1.1-2.2x faster on 12 of 14 shapes; from
+ * 1266 outputs on, lattice 1.2-2.1x faster on every shape). */
+#define GPU_LATTICE_MIN_ROW (2 * GPU_LATTICE_THREADS * GPU_LATTICE_RUN)
+
+/* Channel-last problems on which column or nlc would launch at most this many blocks
+ * run the generic kernel: those families give a block many outputs (and stage its
+ * weights once), so a small problem leaves most of the GPU's SMs idle (132 on an
+ * H100), where generic's one output a thread spreads it over all of them (run T: grids
+ * of 4-128 blocks, generic 1.3-4.5x faster on 9 of 10 shapes; from 172 blocks on,
+ * column or nlc faster on most, up to 3x). */
+#define GPU_FEW_BLOCKS 128
+
+static int64_t gpu_blocks(const gpu_conv_args *a, int family) {
+    gpu_conv_args copy = *a; /* the geometry writes its tiling into the args */
+    gpu_launch l;
+    memset(&l, 0, sizeof l);
+    gpu_family_geometry(family, &copy, &l);
+    return l.grid[0] * l.grid[1] * l.grid[2];
+}
 
 /* The family for a: mixed layouts: generic. Channel-last with stride 1: slide for
  * small K (any dilation and alignment: the window in registers, whole vectors of
  * channels where positions are 16-byte aligned, else one channel a thread), else at
  * dilation 1 column (one channel per lane, register-blocked over taps for large K);
- * other channel-last problems nlc.
+ * other channel-last problems nlc; generic instead of column or nlc where they would
+ * launch too few blocks to fill the GPU.
  * Channel-first: lean for small K at any row length (whole vectors staged, taps out of
- * registers; short rows several per block); other short rows generic; lattice for
- * large K with dilation == stride (register-blocked over taps), tile for the rest that
- * fits shared memory, else generic. */
+ * registers; short rows several per block); other short rows with small K generic;
+ * lattice for large K with dilation == stride in rows of two lattice tiles or more
+ * (register-blocked over taps), tile for the rest that fits shared memory (lattice
+ * where only lattice fits), else generic. */
 static int gpu_choose_family(const gpu_conv_args *a) {
     if (a->layout == GPU_CHANNEL_LAST) {
         if (gpu_family_applies(GPU_FAMILY_SLIDE, a)) return GPU_FAMILY_SLIDE;
-        return gpu_family_applies(GPU_FAMILY_COLUMN, a) ? GPU_FAMILY_COLUMN : GPU_FAMILY_NLC;
+        const int f = gpu_family_applies(GPU_FAMILY_COLUMN, a) ? GPU_FAMILY_COLUMN : GPU_FAMILY_NLC;
+        return gpu_blocks(a, f) <= GPU_FEW_BLOCKS ? GPU_FAMILY_GENERIC : f;
     }
     if (a->layout != GPU_CHANNEL_FIRST) return GPU_FAMILY_GENERIC;
     if (gpu_family_applies(GPU_FAMILY_LEAN, a)) return GPU_FAMILY_LEAN;
-    if (a->output_length < GPU_SHORT_ROW) return GPU_FAMILY_GENERIC;
-    return gpu_family_applies(GPU_FAMILY_LATTICE, a) ? GPU_FAMILY_LATTICE
-           : gpu_family_applies(GPU_FAMILY_TILE, a)  ? GPU_FAMILY_TILE
-                                                     : GPU_FAMILY_GENERIC;
+    if (a->output_length < GPU_SHORT_ROW && a->kernel_size <= GPU_SHORT_ROW_MAX_K) return GPU_FAMILY_GENERIC;
+    const int lattice = gpu_family_applies(GPU_FAMILY_LATTICE, a);
+    const int tile = gpu_family_applies(GPU_FAMILY_TILE, a);
+    if (lattice && (a->output_length >= GPU_LATTICE_MIN_ROW || !tile)) return GPU_FAMILY_LATTICE;
+    return tile ? GPU_FAMILY_TILE : GPU_FAMILY_GENERIC;
 }
 
 /* The family for a and its geometry in a and l: forced (a gpu_family_id) where it

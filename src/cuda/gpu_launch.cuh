@@ -250,25 +250,25 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 /* Channel-first rows shorter than this with K up to GPU_SHORT_ROW_MAX_K run the generic
  * kernel unless lean takes them (several rows per block): a tile would leave most
  * threads idle for a window generic reads in a few taps (run T, each family forced:
- * rows of 43-64 outputs at K 2-8, generic 1.1-1.2x over tile). With larger K, staging
+ * rows of 43-132 outputs at K 2-8 within 17% either way). With larger K, staging
  * the window pays even in short rows: since tile's block follows the row (32 threads
- * for rows this short), rows of 72-119 outputs at K 15-31 ran 1.8-2.1x faster on tile
- * than on generic (run T; the 2026-12-02 sweep, with 256-thread tiles, had found
- * the opposite). */
+ * for rows this short), rows of 68-100 outputs at K 15-31 ran 1.8-2.0x faster on tile
+ * than on generic, the same at K 11 (run T; the 2026-12-02 sweep, with 256-thread
+ * tiles, had found the opposite). */
 #define GPU_SHORT_ROW 192
 #define GPU_SHORT_ROW_MAX_K 8
 
 /* lattice's tiles have a fixed length (GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs);
  * rows shorter than two of them run on tile, whose block follows the row (run T:
- * rows of 250-1000 outputs at K 9-56, tile 1.1-2.2x faster on 12 of 14 shapes; from
- * 1266 outputs on, lattice 1.2-2.1x faster on every shape). */
+ * rows of 250-1000 outputs at K 9-56, tile 1.03-2.2x faster on 13 of 14 shapes; from
+ * 1266 outputs on, lattice as fast or faster on every shape, up to 2.1x). */
 #define GPU_LATTICE_MIN_ROW (2 * GPU_LATTICE_THREADS * GPU_LATTICE_RUN)
 
 /* Channel-last problems on which column or nlc would launch at most this many blocks
  * run the generic kernel: those families give a block many outputs (and stage its
  * weights once), so a small problem leaves most of the GPU's SMs idle (132 on an
  * H100), where generic's one output a thread spreads it over all of them (run T: grids
- * of 4-128 blocks, generic 1.3-4.5x faster on 9 of 10 shapes; from 172 blocks on,
+ * of 4-128 blocks, generic 1.3-4.4x faster on 9 of 10 shapes; from 172 blocks on,
  * column or nlc faster on most, up to 3x). */
 #define GPU_FEW_BLOCKS 128
 

@@ -247,16 +247,15 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 
 /* ---- the choice ---- */
 
-/* Channel-first rows shorter than this with K up to GPU_SHORT_ROW_MAX_K run the generic
- * kernel unless lean takes them (several rows per block): a tile would leave most
- * threads idle for a window generic reads in a few taps (run T, each family forced:
- * rows of 43-132 outputs at K 2-8 within 17% either way). With larger K, staging
+/* Channel-first rows shorter than this with small K (lean's range, GPU_LEAN_MAX_K) run
+ * the generic kernel unless lean takes them (several rows per block): a tile would
+ * leave most threads idle for a window generic reads in a few taps (run T, each family
+ * forced: rows of 43-132 outputs at K 2-8 within 17% either way). With larger K, staging
  * the window pays even in short rows: since tile's block follows the row (32 threads
  * for rows this short), rows of 68-100 outputs at K 15-31 ran 1.8-2.0x faster on tile
  * than on generic, the same at K 11 (run T; the 2026-12-02 sweep, with 256-thread
  * tiles, had found the opposite). */
 #define GPU_SHORT_ROW 192
-#define GPU_SHORT_ROW_MAX_K 8
 
 /* lattice's tiles have a fixed length (GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs);
  * rows shorter than two of them run on tile, whose block follows the row (run T:
@@ -299,7 +298,7 @@ static int gpu_choose_family(const gpu_conv_args *a) {
     }
     if (a->layout != GPU_CHANNEL_FIRST) return GPU_FAMILY_GENERIC;
     if (gpu_family_applies(GPU_FAMILY_LEAN, a)) return GPU_FAMILY_LEAN;
-    if (a->output_length < GPU_SHORT_ROW && a->kernel_size <= GPU_SHORT_ROW_MAX_K) return GPU_FAMILY_GENERIC;
+    if (a->output_length < GPU_SHORT_ROW && a->kernel_size <= GPU_LEAN_MAX_K) return GPU_FAMILY_GENERIC;
     const int lattice = gpu_family_applies(GPU_FAMILY_LATTICE, a);
     const int tile = gpu_family_applies(GPU_FAMILY_TILE, a);
     if (lattice && (a->output_length >= GPU_LATTICE_MIN_ROW || !tile)) return GPU_FAMILY_LATTICE;

@@ -147,12 +147,17 @@ GPU_HD int64_t gpu_nlc_smem(int channel_threads, int width) {
 #define GPU_SLIDE_THREADS 128
 #define GPU_SLIDE_MAX_K 8
 #define GPU_SLIDE_MAX_STEPS 16
-/* Rows loaded per step, all in flight at once: with 16-byte vectors 8, or 4 for 2-byte
- * dtypes with K > 4 (whose 8 * K f32 weights leave too few registers for 8 rows); with
- * one channel a thread 16 (a row is one register, and a thread's loads are 2 or 4
- * bytes: more of them in flight keep as many bytes in flight; run S timed 16 alone,
- * not against 8). */
-#define GPU_SLIDE_STEP(width, K) ((width) == 1 ? 16 : (width) == 4 || (K) <= 4 ? 8 : 4)
+/* Rows loaded per step, all in flight at once: with one channel a thread 16 (a row is
+ * one register, and a thread's loads are 2 or 4 bytes: more of them in flight keep as
+ * many bytes in flight; run S timed 16 alone, not against 8); f32 vectors 8; 2-byte
+ * vectors 4, whose 8 * K f32 weights leave too few registers for more rows. */
+#define GPU_SLIDE_STEP(width, K) ((width) == 1 ? 16 : (width) == 4 ? 8 : 4)
+/* Blocks an SM keeps, as the register budget of __launch_bounds__: 2-byte vectors with
+ * K <= 4 fit four (at most 128 registers, 0-60 bytes spilled), whose extra warps hide
+ * the activation's latency (run U: with 4 rows a step, up to 1.25x on the sweep's
+ * shapes of this kind, 4-8% slower on three small ones); larger K spills hundreds of
+ * bytes at four. */
+#define GPU_SLIDE_MIN_BLOCKS(width, K) ((width) == 8 && (K) <= 4 ? 4 : 3)
 
 /* column (gpu_kernel_nlc_column.cuh): channel-last, stride 1, dilation 1, large K: one
  * channel and GPU_COLUMN_RUN positions per thread, a window of rows in registers that

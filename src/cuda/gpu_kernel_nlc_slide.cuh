@@ -124,7 +124,7 @@ static __device__ __forceinline__ void gpu_slide_weights(const gpu_conv_args &a,
 }
 
 template <int XT, int WT, int K, int V>
-__global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, 3) void dwconv_nlc_slide_kernel(gpu_conv_args a) {
+__global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, GPU_SLIDE_MIN_BLOCKS(V, K)) void dwconv_nlc_slide_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     const int P = GPU_SLIDE_STEP(V, K);

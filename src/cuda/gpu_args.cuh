@@ -49,7 +49,7 @@ typedef struct gpu_conv_args {
     int vector_w;            /* slide: weight and bias (if any) start on 16-byte boundaries */
     int channels_inner;      /* generic: threads side by side take neighbouring channels */
     int inner_threads;       /* generic: threads of a block along that dimension */
-    int row_threads;         /* lean: lanes per tile (8, 16 or GPU_WARP) */
+    int row_threads;         /* lean, strip: lanes per tile (a power of two up to GPU_WARP) */
 } gpu_conv_args;
 
 typedef void (*gpu_kernel_fn)(gpu_conv_args);

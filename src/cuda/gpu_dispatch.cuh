@@ -13,6 +13,7 @@
 #include "gpu_kernel_generic.cuh"
 #include "gpu_kernel_ncl_lattice.cuh"
 #include "gpu_kernel_ncl_lean.cuh"
+#include "gpu_kernel_ncl_strip.cuh"
 #include "gpu_kernel_ncl_tile.cuh"
 #include "gpu_kernel_nlc.cuh"
 #include "gpu_kernel_nlc_column.cuh"
@@ -62,6 +63,14 @@ struct gpu_lean_kernels {
                            : gpu_lean_kind<true, false>::instance<XT, WT>(a)
                : silu ? gpu_lean_kind<false, true>::instance<XT, WT>(a)
                       : gpu_lean_kind<false, false>::instance<XT, WT>(a);
+    }
+};
+
+/* strip's instances: K at compile time (the taps unrolled, the weights in registers). */
+struct gpu_strip_kernels {
+    template <int XT, int WT, int K> static gpu_kernel_fn at() { return dwconv_ncl_strip_kernel<XT, WT, K>; }
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
+        return gpu_k_instance<gpu_strip_kernels, XT, WT, GPU_STRIP_MAX_K>::get(a->kernel_size);
     }
 };
 

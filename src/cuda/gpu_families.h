@@ -85,6 +85,16 @@ GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64
  * (bench/RESULTS-gpu.md, run I). */
 #define GPU_LEAN_PIPELINED(S, ROWS) ((S) > 1 && !(ROWS))
 
+/* strip (gpu_kernel_ncl_strip.cuh): channel-first, small K, any stride and dilation:
+ * GPU_STRIP_RUN outputs a lane, the taps from global memory, tiles of 4 to 32 lanes
+ * (short rows several to a block); at most GPU_STRIP_MAX_TILES tiles a block. */
+#define GPU_STRIP_THREADS 128
+#define GPU_STRIP_MAX_K 8
+#define GPU_STRIP_RUN 4
+#define GPU_STRIP_MIN_LANES 4
+#define GPU_STRIP_MAX_TILES 8
+#define GPU_STRIP_MIN_BLOCKS 6 /* at most 80 registers (64 spill): K weights, the run's taps in flight */
+
 /* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
  * memory; GPU_TILE_OUTPUTS outputs per thread, blocks of one warp up to 256 threads. */
 #define GPU_TILE_MIN_THREADS GPU_WARP
@@ -206,6 +216,11 @@ static inline int gpu_lattice_fits(const gpu_conv_args *a) {
     return a->dilation == a->stride && gpu_lattice_smem(a->kernel_size) <= GPU_SMEM_LIMIT;
 }
 
+static inline int gpu_strip_fits(const gpu_conv_args *a) {
+    (void)a;
+    return 1;
+}
+
 static inline int gpu_nlc_fits(const gpu_conv_args *a) {
     (void)a;
     return 1;
@@ -229,6 +244,7 @@ static inline int gpu_column_fits(const gpu_conv_args *a) {
 #define GPU_FORWARD_FAMILIES(X)                                                       \
     X(GENERIC, generic, GPU_ANY_LAYOUT, 1, INT64_MAX)                                 \
     X(LEAN, lean, GPU_CHANNEL_FIRST, 1, GPU_LEAN_MAX_K)                               \
+    X(STRIP, strip, GPU_CHANNEL_FIRST, 1, GPU_STRIP_MAX_K)                            \
     X(TILE, tile, GPU_CHANNEL_FIRST, 1, INT64_MAX)                                    \
     X(LATTICE, lattice, GPU_CHANNEL_FIRST, GPU_LATTICE_MIN_K, INT64_MAX)              \
     X(NLC, nlc, GPU_CHANNEL_LAST, 1, INT64_MAX)                                       \

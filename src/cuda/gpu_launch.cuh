@@ -159,6 +159,17 @@ static void gpu_lean_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_grid_clamp(l->grid, gpu_div_up(rows * gpu_div_up(a->tiles_per_row, a->tiles_per_block), groups), 1, 1);
 }
 
+/* The fewest lanes (4 to a warp) whose tile covers the row, several rows a block. */
+static void gpu_strip_geometry(gpu_conv_args *a, gpu_launch *l) {
+    int lanes = GPU_STRIP_MIN_LANES;
+    while (lanes < GPU_WARP && (int64_t)lanes * GPU_STRIP_RUN < a->output_length) lanes *= 2;
+    a->row_threads = lanes;
+    a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)lanes * GPU_STRIP_RUN);
+    l->threads = GPU_STRIP_THREADS;
+    l->smem = 0;
+    gpu_set_grid(a, l, GPU_STRIP_MAX_TILES, gpu_div_up(a->channels, GPU_STRIP_THREADS / lanes), a->batch);
+}
+
 /* The block (32 to 256 threads, its window in shared memory) whose tiles span the
  * fewest x elements over the row: every tile repeats the halo, and the last one's
  * threads run whether or not their outputs exist. So a short row takes the

@@ -258,15 +258,14 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 
 /* ---- the choice ---- */
 
-/* Channel-first rows shorter than this with small K (lean's range, GPU_LEAN_MAX_K) run
- * the generic kernel unless lean takes them (several rows per block): a tile would
- * leave most threads idle for a window generic reads in a few taps (run T, each family
- * forced: rows of 43-132 outputs at K 2-8 within 17% either way). With larger K, staging
- * the window pays even in short rows: since tile's block follows the row (32 threads
- * for rows this short), rows of 68-100 outputs at K 15-31 ran 1.8-2.0x faster on tile
- * than on generic, the same at K 11 (run T; the 2026-12-02 sweep, with 256-thread
- * tiles, had found the opposite). */
-#define GPU_SHORT_ROW 192
+/* Channel-first rows of at most this many outputs with small K run strip, lean's
+ * included: its tiles follow the row down to 4 lanes, where lean's smallest tile is 8
+ * lanes of 4 vectors and generic spends hundreds of instructions an output on its
+ * indices (run U, each family forced: rows of 43-64 outputs 1.4-1.9x faster on strip
+ * than on generic or lean, the same at 71; lean 9-28% faster from 127 outputs on).
+ * Longer rows want vector loads: there strip's 2- or 4-byte loads of every tap run at
+ * a third to a half of tile's speed. */
+#define GPU_STRIP_ROW 96
 
 /* lattice's tiles have a fixed length (GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs);
  * rows shorter than two of them run on tile, whose block follows the row (run T:
@@ -296,11 +295,11 @@ static int64_t gpu_blocks(const gpu_conv_args *a, int family) {
  * dilation 1 column (one channel per lane, register-blocked over taps for large K);
  * other channel-last problems nlc; generic instead of column or nlc where they would
  * launch too few blocks to fill the GPU.
- * Channel-first: lean for small K at any row length (whole vectors staged, taps out of
- * registers; short rows several per block); other short rows with small K generic;
- * lattice for large K with dilation == stride in rows of two lattice tiles or more
- * (register-blocked over taps), tile for the rest that fits shared memory (lattice
- * where only lattice fits), else generic. */
+ * Channel-first: strip for short rows with small K (taps from global memory, several
+ * rows a block); lean for the other rows with small K (whole vectors staged, taps out
+ * of registers); lattice for large K with dilation == stride in rows of two lattice
+ * tiles or more (register-blocked over taps), tile for the rest that fits shared
+ * memory (lattice where only lattice fits), else generic. */
 static int gpu_choose_family(const gpu_conv_args *a) {
     if (a->layout == GPU_CHANNEL_LAST) {
         if (gpu_family_applies(GPU_FAMILY_SLIDE, a)) return GPU_FAMILY_SLIDE;
@@ -308,8 +307,9 @@ static int gpu_choose_family(const gpu_conv_args *a) {
         return gpu_blocks(a, f) <= GPU_FEW_BLOCKS ? GPU_FAMILY_GENERIC : f;
     }
     if (a->layout != GPU_CHANNEL_FIRST) return GPU_FAMILY_GENERIC;
+    if (a->output_length <= GPU_STRIP_ROW && gpu_family_applies(GPU_FAMILY_STRIP, a))
+        return GPU_FAMILY_STRIP;
     if (gpu_family_applies(GPU_FAMILY_LEAN, a)) return GPU_FAMILY_LEAN;
-    if (a->output_length < GPU_SHORT_ROW && a->kernel_size <= GPU_LEAN_MAX_K) return GPU_FAMILY_GENERIC;
     const int lattice = gpu_family_applies(GPU_FAMILY_LATTICE, a);
     const int tile = gpu_family_applies(GPU_FAMILY_TILE, a);
     if (lattice && (a->output_length >= GPU_LATTICE_MIN_ROW || !tile)) return GPU_FAMILY_LATTICE;

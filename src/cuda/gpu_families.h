@@ -93,7 +93,7 @@ GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64
 #define GPU_STRIP_RUN 4
 #define GPU_STRIP_MIN_LANES 4
 #define GPU_STRIP_MAX_TILES 8
-#define GPU_STRIP_MIN_BLOCKS 6 /* at most 80 registers (64 spill): K weights, the run's taps in flight */
+#define GPU_STRIP_MIN_BLOCKS 6 /* 80 registers: at 64, f16 K6 spilled (ptxas -v, sm_90) */
 
 /* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
  * memory; GPU_TILE_OUTPUTS outputs per thread, blocks of one warp up to 256 threads. */

@@ -13,8 +13,8 @@
  * the stores of a warp are consecutive positions (or stride apart). The activation
  * runs once for a lane's GPU_STRIP_RUN outputs (one branch, not one per output).
  *
- * Grid: x = chunks of tiles_per_block tiles along the row, y = groups of blockDim.x / T
- * rows of channels, z = batch (each strided).
+ * Grid: x = chunks of tiles_per_block tiles along the row (covering it: gpu_set_grid),
+ * y = groups of blockDim.x / T rows of channels, z = batch (y and z strided).
  */
 #ifndef DWCONV_GPU_KERNEL_NCL_STRIP_CUH
 #define DWCONV_GPU_KERNEL_NCL_STRIP_CUH
@@ -33,7 +33,8 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_STRIP_THREADS, GPU_STRIP_MIN_BLOCKS) void dwcon
     const int lane = threadIdx.x % T, group = threadIdx.x / T;
     const int64_t L = a.length, L_out = a.output_length, S = a.stride, D = a.dilation;
     const int64_t span = (K - 1) * D, tile_outputs = (int64_t)T * R;
-    const int64_t t_begin = (int64_t)blockIdx.x * a.tiles_per_block;
+    const int64_t t_begin = (int64_t)blockIdx.x * a.tiles_per_block; /* the grid covers the row */
+    const int64_t t_end = gpu_min64(t_begin + a.tiles_per_block, a.tiles_per_row);
 
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)
         for (int64_t c = (int64_t)blockIdx.y * rows + group; c < a.channels; c += (int64_t)gridDim.y * rows) {
@@ -44,36 +45,34 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_STRIP_THREADS, GPU_STRIP_MIN_BLOCKS) void dwcon
 #pragma unroll
             for (int k = 0; k < K; k++) w[k] = gpu_elem<WT>::widen(wrow[k]);
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
-            for (int64_t t0 = t_begin; t0 < a.tiles_per_row; t0 += (int64_t)gridDim.x * a.tiles_per_block)
-                for (int64_t t = t0; t < gpu_min64(t0 + a.tiles_per_block, a.tiles_per_row); t++) {
-                    const int64_t o0 = t * tile_outputs + lane;
-                    float out[R];
+            for (int64_t t = t_begin; t < t_end; t++) {
+                const int64_t o0 = t * tile_outputs + lane;
+                float out[R];
 #pragma unroll
-                    for (int i = 0; i < R; i++) {
-                        const int64_t o = o0 + (int64_t)i * T, first = o * S - a.pad_left;
-                        float acc = bias;
-                        if (o < L_out && first >= 0 && first + span < L) {
-                            const raw *p = xrow + first;
+                for (int i = 0; i < R; i++) {
+                    const int64_t o = o0 + (int64_t)i * T, first = o * S - a.pad_left;
+                    float acc = bias;
+                    if (o < L_out && first >= 0 && first + span < L) {
+                        const raw *p = xrow + first;
 #pragma unroll
-                            for (int k = 0; k < K; k++)
-                                acc = DWCONV_FMAF(gpu_elem<XT>::widen(p[k * D]), w[k], acc);
-                        } else if (o < L_out) {
+                        for (int k = 0; k < K; k++)
+                            acc = DWCONV_FMAF(gpu_elem<XT>::widen(p[k * D]), w[k], acc);
+                    } else if (o < L_out) {
 #pragma unroll
-                            for (int k = 0; k < K; k++) {
-                                const int64_t j = dwconv_source_index(a.padding_mode, first + k * D, L);
-                                const float xv = j >= 0 ? gpu_elem<XT>::widen(xrow[j]) : 0.0f;
-                                acc = DWCONV_FMAF(xv, w[k], acc);
-                            }
-                        }
-                        out[i] = acc;
+                        for (int k = 0; k < K; k++)
+                            acc = DWCONV_FMAF(gpu_elem<XT>::widen(gpu_padded_raw<XT>(xrow, L, a.padding_mode,
+                                                                                     first + k * D)),
+                                              w[k], acc);
                     }
-                    gpu_activate_all<R, XT>(a.activation, out);
-#pragma unroll
-                    for (int i = 0; i < R; i++) {
-                        const int64_t o = o0 + (int64_t)i * T;
-                        if (o < L_out) yrow[o] = gpu_elem<XT>::narrow(out[i]);
-                    }
+                    out[i] = acc;
                 }
+                gpu_activate_all<R, XT>(a.activation, out);
+#pragma unroll
+                for (int i = 0; i < R; i++) {
+                    const int64_t o = o0 + (int64_t)i * T;
+                    if (o < L_out) yrow[o] = gpu_elem<XT>::narrow(out[i]);
+                }
+            }
         }
 }
 

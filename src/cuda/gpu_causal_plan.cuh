@@ -167,7 +167,7 @@ static void gpu_causal_rows_grid(gpu_causal_step *s, int threads, int64_t channe
 static int gpu_causal_fused(const gpu_conv_args *a, const gpu_launch *l) {
     if (l->family == GPU_FAMILY_LEAN) return 1;
     return l->family == GPU_FAMILY_SLIDE && a->dilation == 1 &&
-           a->steps * GPU_SLIDE_STEP(gpu_slide_width(a), a->kernel_size) >= a->kernel_size - 1;
+           a->steps * GPU_SLIDE_STEP(gpu_slide_width(a)) >= a->kernel_size - 1;
 }
 
 /* The forward's steps. verdict: an int of device memory for the check's verdict;

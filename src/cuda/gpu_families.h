@@ -161,7 +161,7 @@ GPU_HD int64_t gpu_nlc_smem(int channel_threads, int width) {
  * one register, and a thread's loads are 2 or 4 bytes: more of them in flight keep as
  * many bytes in flight; run S timed 16 alone, not against 8); f32 vectors 8; 2-byte
  * vectors 4, whose 8 * K f32 weights leave too few registers for more rows. */
-#define GPU_SLIDE_STEP(width, K) ((width) == 1 ? 16 : (width) == 4 ? 8 : 4)
+#define GPU_SLIDE_STEP(width) ((width) == 1 ? 16 : (width) == 4 ? 8 : 4)
 /* Blocks an SM keeps, as the register budget of __launch_bounds__: 2-byte vectors with
  * K <= 4 fit four (at most 128 registers, 0-60 bytes spilled), whose extra warps hide
  * the activation's latency (run U: with 4 rows a step, up to 1.25x on the sweep's

@@ -3,7 +3,7 @@
  * any dilation D, K <= GPU_SLIDE_MAX_K: a sliding window in registers. A thread owns
  * V consecutive channels (a 16-byte vector of them where every position of x and y
  * starts on a 16-byte boundary, else one: gpu_slide_width) and a run of
- * a.steps * GPU_SLIDE_STEP(V, K) output positions D apart (one phase of the dilation:
+ * a.steps * GPU_SLIDE_STEP(V) output positions D apart (one phase of the dilation:
  * outputs o, o + D, ... read rows D apart, so the window slides along that phase
  * alone); it keeps the last K - 1 input rows of its channels in registers and, per
  * step, loads the next GPU_SLIDE_STEP rows (all in flight at once), so each x element
@@ -127,7 +127,7 @@ template <int XT, int WT, int K, int V>
 __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, GPU_SLIDE_MIN_BLOCKS(V, K)) void dwconv_nlc_slide_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
-    const int P = GPU_SLIDE_STEP(V, K);
+    const int P = GPU_SLIDE_STEP(V);
     const int TC = a.channel_threads, TR = GPU_SLIDE_THREADS / TC;
     const int tid = threadIdx.x, cx = tid % TC, ry = tid / TC;
     const int64_t C = a.channels, L = a.length, L_out = a.output_length, D = a.dilation;

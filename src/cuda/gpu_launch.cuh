@@ -215,7 +215,7 @@ static void gpu_nlc_geometry(gpu_conv_args *a, gpu_launch *l) {
 
 static void gpu_slide_geometry(gpu_conv_args *a, gpu_launch *l) {
     gpu_nlc_alignment(a);
-    const int V = gpu_slide_width(a), P = GPU_SLIDE_STEP(V, a->kernel_size);
+    const int V = gpu_slide_width(a), P = GPU_SLIDE_STEP(V);
     const int tc = gpu_nlc_channel_threads(a, V);
     const int64_t vectors = gpu_div_up(a->channels, V);
     const int64_t channel_blocks = gpu_div_up(vectors, tc), runs_per_tile = GPU_SLIDE_THREADS / tc;

@@ -76,8 +76,7 @@ static void plan_job(ncl_job *j, int nt) {
     const dwconv_desc *d = &j->plan->desc;
     const int64_t lanes = j->kernels->lanes, span = j->d * (j->K - 1);
     /* Shared windows pay off once the FMAs, not memory, are the limit; below that the
-     * plain kernel streams better (measured on Zen 5: 0.98 against 0.82 of a copy for
-     * K = 3, 0.83 against 0.92 for K = 8). */
+     * plain kernel streams better (bench/RESULTS-cpu.md, Notes: the window threshold). */
     j->window = j->d == j->s && j->K >= DWCONV_CPU_WINDOW_MIN_TAPS;
     j->overread = j->window ? j->kernels->overread : 0;
     j->stream = dwconv_cpu_streams(j->plan->operand[DWCONV_ROLE_Y].bytes);

@@ -14,9 +14,8 @@
 
 /* silu's gradient where the hot path below does not hold (|z| > 86, NaN), out of line:
  * inlined at every call site of an unrolled pass, the scalar function's exponential and
- * division more than doubled the warp kernel's code (causal K4 silu: 10,664
- * instructions, 43-50% of its stall cycles waiting for instructions;
- * bench/RESULTS-gpu.md, run O). */
+ * division more than doubled the warp kernel's code (causal K4 silu: its warps stalled
+ * mostly waiting for instructions; bench/RESULTS-gpu.md, run O). */
 static __device__ GPU_NOINLINE float gpu_silu_grad_cold(float z, float dy) {
     return dwconv_activation_grad(DWCONV_ACT_SILU, z, dy);
 }

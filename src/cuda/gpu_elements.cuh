@@ -133,9 +133,9 @@ static __device__ GPU_NOINLINE float gpu_silu_exact(float x) {
  * CUDA_ARCHS, to have the inline hot path there) until its own run adds it
  * (silu_exhaustive defines DWCONV_GPU_SILU_ROUGH_TRY to compile the path for any
  * architecture). The gate is the near-tie test's own two constants, read from constant
- * memory, so that it adds no instruction: a flag's second path cost 3% on causal K4
- * bf16 silu, a margin from which the test derived its constants 2% (run Q); this
- * gate, nothing measurable (run R).
+ * memory, so that it adds no instruction: a flag's second path and a margin from which
+ * the test derived its constants each cost causal K4 bf16 silu a few per cent
+ * (bench/RESULTS-gpu.md run Q); this gate, nothing measurable (run R).
  * -DDWCONV_GPU_SILU_ROUGH=0 (configure's NVCCFLAGS) builds without it. */
 #ifndef DWCONV_GPU_SILU_ROUGH
 #define DWCONV_GPU_SILU_ROUGH 1

@@ -49,7 +49,7 @@ GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_siz
  * output vectors per lane, a logical warp's lanes per tile (blocks of one warp), or
  * for short rows 8 or 16 of them, x staged as whole vectors. */
 /* Output vectors per lane (S x vectors in flight for each): 4 at every stride (2 at
- * stride 2 ran 5% slower, bench/RESULTS-gpu.md run H). */
+ * stride 2 ran slower, bench/RESULTS-gpu.md run H). */
 #define GPU_LEAN_VPT 4
 /* The smallest tile's lanes: more than the halo of every instance (at most 4 vectors,
  * K7 at dilation 2 in f32). */
@@ -58,8 +58,8 @@ GPU_HD int gpu_vector_width(int dtype) { return GPU_VECTOR_BYTES / gpu_dtype_siz
 #define GPU_LEAN_ROWS_BLOCK 128
 /* Consecutive tiles of a row one task takes at most (its row's setup once for them):
  * 2, and 4 with silu, whose tiles cost more instructions than their loads wait for
- * (bench/RESULTS-gpu.md run H: 1 lost 5-13% everywhere to the per-task setup; 4 lost
- * 2-3% on the memory-bound cases, 2 lost 3-4% with silu). */
+ * (bench/RESULTS-gpu.md run H: 1 lost everywhere to the per-task setup, 4 on the
+ * memory-bound cases, 2 with silu). */
 #define GPU_LEAN_CHUNK 2
 #define GPU_LEAN_CHUNK_SILU 4
 #define GPU_LEAN_MAX_K 8
@@ -163,10 +163,10 @@ GPU_HD int64_t gpu_nlc_smem(int channel_threads, int width) {
  * vectors 4, whose 8 * K f32 weights leave too few registers for more rows. */
 #define GPU_SLIDE_STEP(width) ((width) == 1 ? 16 : (width) == 4 ? 8 : 4)
 /* Blocks an SM keeps, as the register budget of __launch_bounds__: 2-byte vectors with
- * K <= 4 fit four (at most 128 registers, 0-60 bytes spilled), whose extra warps hide
- * the activation's latency (run U: with 4 rows a step, up to 1.25x on the sweep's
- * shapes of this kind, 4-8% slower on three small ones); larger K spills hundreds of
- * bytes at four. */
+ * K <= 4 fit four (at most 128 registers, a few words spilled), whose extra warps hide
+ * the activation's latency (bench/RESULTS-gpu.md run U: faster on the sweep's shapes
+ * of this kind, a little slower on small ones whose threads run one step); larger K
+ * spills hundreds of bytes at four. */
 #define GPU_SLIDE_MIN_BLOCKS(width, K) ((width) == 8 && (K) <= 4 ? 4 : 3)
 
 /* column (gpu_kernel_nlc_column.cuh): channel-last, stride 1, dilation 1, large K: one

@@ -192,9 +192,9 @@ static __device__ __forceinline__ float gpu_bwd_warp_output(const float *xw, con
  * e0 + i (i < S * 64) into x's region over the lane's own x, except the first HEAD (the
  * previous lane's last outputs still read them), which wait in registers until every
  * lane has passed (flush). f32: the pass keeps each g over its own dy (gl) and dx
- * takes a pass of its own (gpu_bwd_warp_dx_pass): with dx in the pass f32 ran 2-4%
- * slower on several cases, 16-bit dtypes (whose g needed a region of its own) 1.2-1.4x
- * faster (bench/RESULTS-gpu.md, runs K and L). */
+ * takes a pass of its own (gpu_bwd_warp_dx_pass): with dx in the pass f32 ran
+ * slower on several cases, 16-bit dtypes (whose g needed a region of its own) faster
+ * (bench/RESULTS-gpu.md, runs K and L). */
 template <int XT, int K, int S, int D> struct gpu_bwd_warp_dx {
     typedef typename gpu_elem<XT>::raw raw;
     enum {

@@ -89,9 +89,8 @@ static __device__ __forceinline__ void gpu_update_general(const gpu_causal_args 
  * the KT - 1 inputs before the current token live in registers (read from the state
  * once), each token is read once, and every channel's loads are issued before any of
  * its arithmetic (their rows never overlap), so that one thread keeps several memory
- * requests in flight: a decode is a chain of dependent latencies, not of bytes.
- * Channels a thread (run G, H200, B64 C5120 K4 bf16, one token): 1 5.43 us, 2 4.65,
- * 4 4.19.
+ * requests in flight: a decode is a chain of dependent latencies, not of bytes (4
+ * channels a thread ran fastest of 1, 2 and 4: bench/RESULTS-gpu.md run G).
  *
  * Where a channel's new tokens lie side by side in x and y (channel-first, rows
  * aligned) and come in fours, each four moves as one vector: a warp's loads and stores
@@ -224,7 +223,7 @@ static __device__ __forceinline__ void gpu_update_window(const gpu_causal_args &
 /* Q: the window's quad instance, whose registers are held to 5 blocks an SM (all the
  * blocks of a B64 C5120 decode at once; ptxas -v sm_90: 96 registers, 16 bytes
  * spilled); the others as ptxas sizes them (94 for the window: held to 96, one token
- * ran 20% slower, run M). */
+ * ran slower, bench/RESULTS-gpu.md run M). */
 template <int XT, int WT, int KT, bool Q = false>
 __global__ GPU_LAUNCH_BOUNDS(GPU_UPDATE_THREADS, Q ? GPU_SM_BLOCKS_AT_MOST(5) : 0) void dwconv_causal_update_kernel(gpu_causal_args a) {
     typedef typename gpu_elem<XT>::raw xraw;

@@ -25,7 +25,7 @@
  * Why warps and not blocks: with a block barrier between staging and compute, a
  * block's warps wait for each other's loads and the SM's memory pipe idles between
  * phases; warp-sized tiles keep loads of some warps in flight while others compute
- * (bench/RESULTS-gpu.md, run H: the bf16 reference from 0.86 to 0.95 of a copy).
+ * (bench/RESULTS-gpu.md, run H: the 16-bit reference problem gained most).
  *
  * Carried states (a causal forward, gpu_args.cuh): the positions before 0 load from
  * the row's state instead of the padding, and the row's first tile (the only one that
@@ -126,8 +126,8 @@ template <int XT, int K, int S, int D, int ACT, int M> struct gpu_lean_pick {
                                                    int64_t o0, int64_t L_out) {
         if (m == M) {
             /* one vector at a time: unrolled, their windows' loads interleave and the
-             * f32 and stride-2 instances spill (ptxas -v; bench/RESULTS-gpu.md run H:
-             * 3-12% slower), and silu's, 2-3% faster unrolled, double the module's code */
+             * f32 and stride-2 instances spill (ptxas -v; slower, bench/RESULTS-gpu.md
+             * run H), and silu's, a little faster unrolled, double the module's code */
 #pragma unroll 1
             for (int i = 0; i < GPU_LEAN_VPT; i++)
                 gpu_lean_output<XT, K, S, D, ACT, M>(xs, tid + i * T, w, bias, yrow, o0, L_out);

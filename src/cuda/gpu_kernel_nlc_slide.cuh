@@ -135,7 +135,7 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_SLIDE_THREADS, GPU_SLIDE_MIN_BLOCKS(V, K)) void
     const int64_t channel_blocks = (C + (int64_t)TC * V - 1) / ((int64_t)TC * V);
     /* Always true (gpu_slide_width): run-time tests all the same, because ptxas
      * schedules the 16-bit vector instances faster with them (PTX as before
-     * f493f7e: 164 registers, not 166, for f16 K3; run T). */
+     * f493f7e, bench/RESULTS-gpu.md run T). */
     const bool whole_x = V == 1 || a.vector_x, whole_y = V == 1 || a.vector_y;
 
     for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z)

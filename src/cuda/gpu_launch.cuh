@@ -174,8 +174,8 @@ static void gpu_strip_geometry(gpu_conv_args *a, gpu_launch *l) {
  * fewest x elements over the row: every tile repeats the halo, and the last one's
  * threads run whether or not their outputs exist. So a short row takes the
  * smallest block that covers it (a longer tile would idle: rows of a few hundred
- * outputs ran up to 2.6x faster in one-warp blocks than in 256-thread ones,
- * bench/RESULTS-gpu.md run I), a long row large tiles (less halo) unless its last tile
+ * outputs ran faster in one-warp blocks than in 256-thread ones, bench/RESULTS-gpu.md
+ * run I), a long row large tiles (less halo) unless its last tile
  * would idle most of its threads; ties go to the larger block. */
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int xsize = gpu_dtype_size(a->dtype);
@@ -261,24 +261,23 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 /* Channel-first rows of at most this many outputs with small K run strip, lean's
  * included: its tiles follow the row down to 4 lanes, where lean's smallest tile is 8
  * lanes of 4 vectors and generic spends hundreds of instructions an output on its
- * indices (run U, each family forced: rows of 43-64 outputs 1.4-1.9x faster on strip
- * than on generic or lean, the same at 71; lean 9-28% faster from 127 outputs on).
- * Longer rows want vector loads: there strip's 2- or 4-byte loads of every tap run at
- * a third to a half of tile's speed. */
+ * indices (bench/RESULTS-gpu.md run U, each family forced: strip fastest on rows of
+ * up to about 70 outputs, lean from about 127 on). Longer rows want vector loads:
+ * there strip's 2- or 4-byte loads of every tap fall far behind tile and lean. */
 #define GPU_STRIP_ROW 96
 
 /* lattice's tiles have a fixed length (GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs);
- * rows shorter than two of them run on tile, whose block follows the row (run T:
- * rows of 250-1000 outputs at K 9-56, tile 1.03-2.2x faster on 13 of 14 shapes; from
- * 1266 outputs on, lattice as fast or faster on every shape, up to 2.1x). */
+ * rows shorter than two of them run on tile, whose block follows the row (bench/
+ * RESULTS-gpu.md run T, both forced: tile faster on nearly every shorter row, lattice
+ * as fast or faster on every longer one). */
 #define GPU_LATTICE_MIN_ROW (2 * GPU_LATTICE_THREADS * GPU_LATTICE_RUN)
 
 /* Channel-last problems on which column or nlc would launch at most this many blocks
  * run the generic kernel: those families give a block many outputs (and stage its
- * weights once), so a small problem leaves most of the GPU's SMs idle (132 on an
- * H100), where generic's one output a thread spreads it over all of them (run T: grids
- * of 4-128 blocks, generic 1.3-4.4x faster on 9 of 10 shapes; from 172 blocks on,
- * column or nlc faster on most, up to 3x). */
+ * weights once), so a small problem leaves most of the GPU's SMs idle, where
+ * generic's one output a thread spreads it over all of them (bench/RESULTS-gpu.md run
+ * T, each forced: generic faster on nearly every grid this small, column or nlc on
+ * most larger ones). */
 #define GPU_FEW_BLOCKS 128
 
 static int64_t gpu_blocks(const gpu_conv_args *a, int family) {

@@ -6,7 +6,8 @@
  *   decode      B64 C5120 K4, one token, slot b, shift register (bf16, f32)
  *   decode4     the same with 4 tokens, a pool of 256 slots, circular (bf16, f32)
  *   prefill     B4 C5120 L4096 K4 bf16 NCL and NLC: one plain causal call against 4
- *               chunks of 1024 carrying states in place
+ *               chunks of 1024 carrying states in place, and a copy of x's bytes in
+ *               one call against 4 (the floor chunking sets)
  *   varlen      64 sequences of random lengths 1..4096, C2048 K4 bf16 NLC, states in
  *               place, against a device copy of x's bytes (read + write) and against
  *               one plain causal row of the same positions
@@ -155,6 +156,20 @@ static void prefill_chunks_plain(void *p) {
                                   NULL, NULL, (char *)a->y + k * a->chunk_bytes));
 }
 
+/* The floor chunking itself sets: x's bytes copied in one call against the same bytes
+ * in 4 calls (each call's launch, ramp and tail paid 4 times). */
+static void prefill_copy_one(void *p) {
+    prefill_args *a = p;
+    TRY(dwconv_copy_on_backend(ctx, a->y, a->x, 4 * a->chunk_bytes));
+}
+
+static void prefill_copy_chunks(void *p) {
+    prefill_args *a = p;
+    for (int k = 0; k < 4; k++)
+        TRY(dwconv_copy_on_backend(ctx, (char *)a->y + k * a->chunk_bytes,
+                                   (char *)a->x + k * a->chunk_bytes, a->chunk_bytes));
+}
+
 static void prefill(dwconv_layout layout) {
     prefill_args a;
     const int64_t B = 4, C = 5120, L = 4096, K = 4;
@@ -167,9 +182,12 @@ static void prefill(dwconv_layout layout) {
     a.w = device(C * K * 2, 8), a.b = device(C * 2, 9), a.state = device(B * C * 3 * 2, 10);
     const double one = timed(prefill_one, &a, 50), four = timed(prefill_chunks, &a, 50);
     const double plain = timed(prefill_chunks_plain, &a, 50);
+    const double copy1 = timed(prefill_copy_one, &a, 50), copy4 = timed(prefill_copy_chunks, &a, 50);
     printf("prefill B4 C5120 L4096 K4 bf16 %s: one call %.2f us, 4 chunks with states in place "
-           "%.2f us (%.3fx), 4 chunks without states %.2f us (%.3fx)\n", layout ? "NLC" : "NCL",
-           one * 1e3, four * 1e3, four / one, plain * 1e3, plain / one);
+           "%.2f us (%.3fx), 4 chunks without states %.2f us (%.3fx); a copy of x's bytes "
+           "%.2f us, in 4 copies %.2f us (%.3fx)\n", layout ? "NLC" : "NCL",
+           one * 1e3, four * 1e3, four / one, plain * 1e3, plain / one, copy1 * 1e3, copy4 * 1e3,
+           copy4 / copy1);
     dwconv_free(ctx, a.x), dwconv_free(ctx, a.y), dwconv_free(ctx, a.w), dwconv_free(ctx, a.b);
     dwconv_free(ctx, a.state);
 }

@@ -33,4 +33,23 @@ static __device__ __forceinline__ void gpu_final_state(const gpu_conv_args &a, i
     }
 }
 
+/* The same from `lanes` threads of a row's tile (lane: this one's index; every lane
+ * calls it), where the row is at least S long: every entry then comes from x, which
+ * no output may overlap, so the copies need no order and each lane's are in flight
+ * together instead of one dependent load after another. A shorter row reads its
+ * state too: lane 0 alone, in order. */
+template <int XT>
+static __device__ __forceinline__ void gpu_final_state_lanes(const gpu_conv_args &a, int64_t row,
+                                                             const typename gpu_elem<XT>::raw *xb,
+                                                             int64_t xstep, int lane, int lanes) {
+    typedef typename gpu_elem<XT>::raw raw;
+    const int64_t S = a.state_length, L = a.length;
+    if (L < S) {
+        if (lane == 0) gpu_final_state<XT>(a, row, xb, xstep);
+        return;
+    }
+    raw *out = (raw *)a.state_out + row * S;
+    for (int64_t s = lane; s < S; s += lanes) out[s] = xb[(L - S + s) * xstep];
+}
+
 #endif /* DWCONV_GPU_CARRIED_CUH */

@@ -30,7 +30,7 @@
  * Carried states (a causal forward, gpu_args.cuh): the positions before 0 load from
  * the row's state instead of the padding, and the row's first tile (the only one that
  * reads the state: a tile is longer than any span lean takes) writes the final state
- * from one lane after its warp barrier.
+ * after its warp barrier, an entry a lane.
  *
  * Grid: x = blocks of consecutive tasks, striding over the rest.
  */
@@ -254,7 +254,7 @@ static __device__ __forceinline__ void gpu_lean_pipelined(const gpu_conv_args &a
         gpu_copy_wait_but_newest(); /* tile t's copies */
         gpu_sync_warp();
         /* the row's first tile is the only one that reads its state: its loads are done */
-        if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
+        if (a.state_out && have && t == 0) gpu_final_state_lanes<XT>(a, b * a.channels + c, xrow, 1, tid, T);
         const int64_t o0 = o_first + t * tile_outputs;
         const uint4 *buf = odd ? other : xs;
         if (have && o0 < L_out) gpu_lean_tile<XT, K, S, D, SILU>(a, buf, m, tid, T, w, bias, yrow, o0);
@@ -344,7 +344,8 @@ void dwconv_ncl_lean_kernel(gpu_conv_args a) {
                 gpu_sync_warp();
                 /* the row's first tile is the only one that reads its state (a tile is
                  * longer than S): its loads are done */
-                if (a.state_out && have && t == 0 && tid == 0) gpu_final_state<XT>(a, b * a.channels + c, xrow, 1);
+                if (a.state_out && have && t == 0)
+                    gpu_final_state_lanes<XT>(a, b * a.channels + c, xrow, 1, tid, T);
                 if (active) gpu_lean_tile<XT, K, S, D, SILU>(a, xs, m, tid, T, w, bias, yrow, o0);
             }
         }

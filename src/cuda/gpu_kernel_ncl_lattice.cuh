@@ -5,8 +5,8 @@
  * a plain stride-1, dilation-1 convolution over the lattice Q[n] = xp[dilation*n - pad].
  * A block is one warp (warp barriers only, so that every warp streams at its own pace,
  * as in lean; 128-thread blocks meeting at block barriers ran K31 slower,
- * bench/RESULTS-gpu.md run I). It walks consecutive tiles of GPU_LATTICE_THREADS *
- * GPU_LATTICE_RUN outputs of a row; it stages a tile's lattice as f32 into shared
+ * bench/RESULTS-gpu.md run I). It walks consecutive tiles of
+ * GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs of a row; it stages a tile's lattice as f32 into shared
  * memory (the next tile's new points in flight during this tile's sums, the points two
  * tiles share kept), and each lane computes GPU_LATTICE_RUN outputs in groups of one
  * vector's width V (lane tid's group g: tile outputs g * V * T + V * tid on), each group
@@ -14,7 +14,8 @@
  * V / 4 + 2 16-byte shared loads of x per group and two of weights feed 8 V fmas. A
  * warp's loads of a group and its stores are contiguous (no bank conflicts, whole
  * sectors); against runs of 16 consecutive outputs a lane in padded shared slots, K31
- * gained and K128 lost a little (bench/RESULTS-gpu.md run I). Each output's fmas still run k = 0, 1, ... in order.
+ * gained and K128 lost a little (bench/RESULTS-gpu.md run I). Each output's fmas
+ * still run k = 0, 1, ... in order.
  */
 #ifndef DWCONV_GPU_KERNEL_NCL_LATTICE_CUH
 #define DWCONV_GPU_KERNEL_NCL_LATTICE_CUH

@@ -175,8 +175,8 @@ static void gpu_strip_geometry(gpu_conv_args *a, gpu_launch *l) {
  * threads run whether or not their outputs exist. So a short row takes the
  * smallest block that covers it (a longer tile would idle: rows of a few hundred
  * outputs ran faster in one-warp blocks than in 256-thread ones, bench/RESULTS-gpu.md
- * run I), a long row large tiles (less halo) unless its last tile
- * would idle most of its threads; ties go to the larger block. */
+ * run I), a long row large tiles (less halo) unless its last tile would idle most of
+ * its threads; ties go to the larger block. */
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int xsize = gpu_dtype_size(a->dtype);
     int threads = GPU_TILE_MIN_THREADS; /* its window fits: tile applies */
@@ -267,9 +267,9 @@ static void gpu_family_geometry(int f, gpu_conv_args *a, gpu_launch *l) {
 #define GPU_STRIP_ROW 96
 
 /* lattice's tiles have a fixed length (GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs);
- * rows shorter than two of them run on tile, whose block follows the row (bench/
- * RESULTS-gpu.md run T, both forced: tile faster on nearly every shorter row, lattice
- * as fast or faster on every longer one). */
+ * rows shorter than two of them run on tile, whose block follows the row
+ * (bench/RESULTS-gpu.md run T, both forced: tile faster on nearly every shorter row,
+ * lattice as fast or faster on every longer one). */
 #define GPU_LATTICE_MIN_ROW (2 * GPU_LATTICE_THREADS * GPU_LATTICE_RUN)
 
 /* Channel-last problems on which column or nlc would launch at most this many blocks

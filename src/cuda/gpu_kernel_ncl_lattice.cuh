@@ -6,9 +6,9 @@
  * A block is one warp (warp barriers only, so that every warp streams at its own pace,
  * as in lean; 128-thread blocks meeting at block barriers ran K31 slower,
  * bench/RESULTS-gpu.md run I). It walks consecutive tiles of
- * GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs of a row; it stages a tile's lattice as f32 into shared
- * memory (the next tile's new points in flight during this tile's sums, the points two
- * tiles share kept), and each lane computes GPU_LATTICE_RUN outputs in groups of one
+ * GPU_LATTICE_THREADS * GPU_LATTICE_RUN outputs of a row; it stages a tile's lattice
+ * as f32 into shared memory (the next tile's new points in flight during this tile's
+ * sums, the points two tiles share kept), and each lane computes GPU_LATTICE_RUN outputs in groups of one
  * vector's width V (lane tid's group g: tile outputs g * V * T + V * tid on), each group
  * with a register window that slides over GPU_LATTICE_CHUNK taps at a time: per chunk
  * V / 4 + 2 16-byte shared loads of x per group and two of weights feed 8 V fmas. A

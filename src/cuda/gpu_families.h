@@ -96,14 +96,19 @@ GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64
 #define GPU_STRIP_MIN_BLOCKS 6 /* 80 registers: at 64, f16 K6 spilled (ptxas -v, sm_90) */
 
 /* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
- * memory; GPU_TILE_OUTPUTS outputs per thread, blocks of one warp up to 256 threads. */
+ * memory; blocks of one warp up to 256 threads, each thread GPU_TILE_BYTES of outputs
+ * (8 f32, 16 f16 / bf16), so that a 16-bit tile keeps as many bytes of x in flight as
+ * an f32 one. */
 #define GPU_TILE_MIN_THREADS GPU_WARP
 #define GPU_TILE_MAX_THREADS 256
-#define GPU_TILE_OUTPUTS 8
+#define GPU_TILE_BYTES 32
+
+/* Outputs a thread of tile computes, for x elements of xsize bytes. */
+GPU_HD int gpu_tile_outputs(int xsize) { return GPU_TILE_BYTES / xsize; }
 
 /* Raw x elements the tile of `threads` threads stages. */
-GPU_HD int64_t gpu_tile_window(int threads, int64_t K, int64_t S, int64_t D) {
-    return ((int64_t)threads * GPU_TILE_OUTPUTS - 1) * S + (K - 1) * D + 1;
+GPU_HD int64_t gpu_tile_window(int threads, int xsize, int64_t K, int64_t S, int64_t D) {
+    return ((int64_t)threads * gpu_tile_outputs(xsize) - 1) * S + (K - 1) * D + 1;
 }
 /* Byte offset of the f32 weights behind a window of `window` raw elements. */
 GPU_HD int64_t gpu_tile_weights_offset(int64_t window, int xsize) {
@@ -204,9 +209,10 @@ static inline int gpu_lean_fits(const gpu_conv_args *a) {
 
 /* The smallest block's window fits shared memory. */
 static inline int gpu_tile_fits(const gpu_conv_args *a) {
+    const int xsize = gpu_dtype_size(a->dtype);
     const int64_t window =
-        gpu_tile_window(GPU_TILE_MIN_THREADS, a->kernel_size, a->stride, a->dilation);
-    return gpu_tile_smem(window, gpu_dtype_size(a->dtype), a->kernel_size) <= GPU_SMEM_LIMIT;
+        gpu_tile_window(GPU_TILE_MIN_THREADS, xsize, a->kernel_size, a->stride, a->dilation);
+    return gpu_tile_smem(window, xsize, a->kernel_size) <= GPU_SMEM_LIMIT;
 }
 
 /* One phase: with dilation == stride, consecutive outputs read consecutive lattice

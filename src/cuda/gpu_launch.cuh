@@ -182,15 +182,15 @@ static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {
     int threads = GPU_TILE_MIN_THREADS; /* its window fits: tile applies */
     int64_t fewest = INT64_MAX;
     for (int t = GPU_TILE_MIN_THREADS; t <= GPU_TILE_MAX_THREADS; t *= 2) {
-        const int64_t window = gpu_tile_window(t, a->kernel_size, a->stride, a->dilation);
+        const int64_t window = gpu_tile_window(t, xsize, a->kernel_size, a->stride, a->dilation);
         if (gpu_tile_smem(window, xsize, a->kernel_size) > GPU_SMEM_LIMIT) break; /* windows grow with t */
-        const int64_t staged = gpu_div_up(a->output_length, (int64_t)t * GPU_TILE_OUTPUTS) * window;
+        const int64_t staged = gpu_div_up(a->output_length, (int64_t)t * gpu_tile_outputs(xsize)) * window;
         if (staged <= fewest) threads = t, fewest = staged;
     }
-    a->window = gpu_tile_window(threads, a->kernel_size, a->stride, a->dilation);
+    a->window = gpu_tile_window(threads, xsize, a->kernel_size, a->stride, a->dilation);
     l->threads = threads;
     l->smem = (size_t)gpu_tile_smem(a->window, xsize, a->kernel_size);
-    a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)threads * GPU_TILE_OUTPUTS);
+    a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)threads * gpu_tile_outputs(xsize));
     gpu_set_grid(a, l, 8, a->channels, a->batch);
 }
 

@@ -18,7 +18,7 @@
 #include "gpu_elements.cuh"
 
 /* Vectors per thread in flight ahead of use: a window of the tile kernel is about
- * GPU_TILE_OUTPUTS * stride elements per thread, i.e. a few vectors. */
+ * GPU_TILE_BYTES * stride bytes per thread, i.e. a few vectors. */
 #define GPU_WINDOW_BATCH 5
 
 /* One window: where its whole vectors are, and what is left to do element-wise.

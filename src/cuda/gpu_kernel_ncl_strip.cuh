@@ -47,23 +47,29 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_STRIP_THREADS, GPU_STRIP_MIN_BLOCKS) void dwcon
             const float bias = a.bias ? gpu_elem<WT>::widen(((const wraw *)a.bias)[c]) : 0.0f;
             for (int64_t t = t_begin; t < t_end; t++) {
                 const int64_t o0 = t * tile_outputs + lane;
-                float out[R];
+                /* every tap of the lane's outputs loaded before any sum: a branch does
+                 * not wait on a load, a sum does, so the R * K loads are in flight at
+                 * once rather than one output's at a time */
+                raw e[R][K];
 #pragma unroll
                 for (int i = 0; i < R; i++) {
                     const int64_t o = o0 + (int64_t)i * T, first = o * S - a.pad_left;
-                    float acc = bias;
                     if (o < L_out && first >= 0 && first + span < L) {
-                        const raw *p = xrow + first;
+#pragma unroll
+                        for (int k = 0; k < K; k++) e[i][k] = xrow[first + k * D];
+                    } else {
 #pragma unroll
                         for (int k = 0; k < K; k++)
-                            acc = DWCONV_FMAF(gpu_elem<XT>::widen(p[k * D]), w[k], acc);
-                    } else if (o < L_out) {
-#pragma unroll
-                        for (int k = 0; k < K; k++)
-                            acc = DWCONV_FMAF(gpu_elem<XT>::widen(gpu_padded_raw<XT>(xrow, L, a.padding_mode,
-                                                                                     first + k * D)),
-                                              w[k], acc);
+                            e[i][k] = o < L_out ? gpu_padded_raw<XT>(xrow, L, a.padding_mode, first + k * D)
+                                                : (raw)0;
                     }
+                }
+                float out[R];
+#pragma unroll
+                for (int i = 0; i < R; i++) {
+                    float acc = bias;
+#pragma unroll
+                    for (int k = 0; k < K; k++) acc = DWCONV_FMAF(gpu_elem<XT>::widen(e[i][k]), w[k], acc);
                     out[i] = acc;
                 }
                 gpu_activate_all<R, XT>(a.activation, out);

@@ -42,6 +42,7 @@ typedef struct gpu_conv_args {
                                 channel-last: position tiles per batch entry */
     int64_t tiles_per_block; /* consecutive tiles one block walks (lean: one task) */
     int64_t window;          /* raw x elements a tile stages (tile kernel) */
+    int64_t tile_span;       /* tile: outputs a tile covers (gpu_tile_span) */
     int64_t steps;           /* slide: steps of GPU_SLIDE_STEP positions per thread */
     int channel_threads;     /* channel-last: threads across channel vectors in a block */
     int vector_x, vector_y;  /* channel-last: every position of x / y starts on a 16-byte

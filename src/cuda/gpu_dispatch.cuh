@@ -75,8 +75,9 @@ struct gpu_strip_kernels {
 };
 
 struct gpu_tile_kernels {
-    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *) {
-        return dwconv_ncl_tile_kernel<XT, WT>;
+    template <int XT, int WT> static gpu_kernel_fn instance(const gpu_conv_args *a) {
+        return gpu_tile_phased(a->stride, a->dilation) ? dwconv_ncl_tile_kernel<XT, WT, true>
+                                                       : dwconv_ncl_tile_kernel<XT, WT, false>;
     }
 };
 

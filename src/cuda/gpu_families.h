@@ -98,24 +98,41 @@ GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64
 /* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
  * memory; blocks of one warp up to 256 threads, each thread GPU_TILE_BYTES of outputs
  * (8 f32, 16 f16 / bf16), so that a 16-bit tile keeps as many bytes of x in flight as
- * an f32 one. */
+ * an f32 one. Where the stride divides the dilation (stride 1 among them), P = D / S
+ * phases of at most a warp: the threads sum runs of GPU_TILE_RUN outputs of one phase
+ * each, and a tile is whole runs of every phase. */
 #define GPU_TILE_MIN_THREADS GPU_WARP
 #define GPU_TILE_MAX_THREADS 256
 #define GPU_TILE_BYTES 32
+#define GPU_TILE_RUN 8
 
 /* Outputs a thread of tile computes, for x elements of xsize bytes. */
 GPU_HD int gpu_tile_outputs(int xsize) { return GPU_TILE_BYTES / xsize; }
 
-/* Raw x elements the tile of `threads` threads stages. */
-GPU_HD int64_t gpu_tile_window(int threads, int xsize, int64_t K, int64_t S, int64_t D) {
-    return ((int64_t)threads * gpu_tile_outputs(xsize) - 1) * S + (K - 1) * D + 1;
+/* Whether tile sums runs of one phase (gpu_tile_runs in the kernel). */
+GPU_HD int gpu_tile_phased(int64_t S, int64_t D) { return D % S == 0 && D / S <= GPU_TILE_MIN_THREADS; }
+
+/* Outputs a tile of `threads` threads covers: with runs, as many whole runs of each
+ * of the P phases as the threads take (P <= threads). */
+GPU_HD int64_t gpu_tile_span(int threads, int xsize, int64_t S, int64_t D) {
+    const int64_t per = gpu_tile_outputs(xsize), P = D / S;
+    return gpu_tile_phased(S, D) ? per * P * (threads / P) : per * threads;
 }
-/* Byte offset of the f32 weights behind a window of `window` raw elements. */
+
+/* Raw x elements a tile of `span` outputs stages. */
+GPU_HD int64_t gpu_tile_window(int64_t span, int64_t K, int64_t S, int64_t D) {
+    return (span - 1) * S + (K - 1) * D + 1;
+}
+/* Byte offsets of the f32 weights behind a window of `window` raw elements, and of
+ * the staged outputs (runs only) behind them. */
 GPU_HD int64_t gpu_tile_weights_offset(int64_t window, int xsize) {
     return (window * xsize + 15) / 16 * 16;
 }
-GPU_HD int64_t gpu_tile_smem(int64_t window, int xsize, int64_t K) {
-    return gpu_tile_weights_offset(window, xsize) + 4 * K;
+GPU_HD int64_t gpu_tile_outputs_offset(int64_t window, int xsize, int64_t K) {
+    return (gpu_tile_weights_offset(window, xsize) + 4 * K + 15) / 16 * 16;
+}
+GPU_HD int64_t gpu_tile_smem(int64_t span, int64_t window, int xsize, int64_t K, int64_t S, int64_t D) {
+    return gpu_tile_outputs_offset(window, xsize, K) + (gpu_tile_phased(S, D) ? span * xsize : 0);
 }
 
 /* lattice (gpu_kernel_ncl_lattice.cuh): channel-first, large K, dilation == stride:
@@ -210,9 +227,9 @@ static inline int gpu_lean_fits(const gpu_conv_args *a) {
 /* The smallest block's window fits shared memory. */
 static inline int gpu_tile_fits(const gpu_conv_args *a) {
     const int xsize = gpu_dtype_size(a->dtype);
-    const int64_t window =
-        gpu_tile_window(GPU_TILE_MIN_THREADS, xsize, a->kernel_size, a->stride, a->dilation);
-    return gpu_tile_smem(window, xsize, a->kernel_size) <= GPU_SMEM_LIMIT;
+    const int64_t S = a->stride, D = a->dilation, K = a->kernel_size;
+    const int64_t span = gpu_tile_span(GPU_TILE_MIN_THREADS, xsize, S, D);
+    return gpu_tile_smem(span, gpu_tile_window(span, K, S, D), xsize, K, S, D) <= GPU_SMEM_LIMIT;
 }
 
 /* One phase: with dilation == stride, consecutive outputs read consecutive lattice

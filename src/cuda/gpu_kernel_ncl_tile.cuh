@@ -7,7 +7,9 @@
  * memory (gpu_window.cuh, the next tile's loads in flight during the current tile's
  * sums) with the weights as f32. Thread u computes outputs o0 + u + i * blockDim.x, so
  * that at every tap a warp reads consecutive (stride 1) or evenly spread shared-memory
- * words, and stores consecutive outputs.
+ * words, and stores consecutive outputs. Where the stride divides the dilation, the
+ * threads sum runs of one phase instead (gpu_tile_runs: one shared load a tap for
+ * GPU_TILE_RUN outputs rather than one an output and tap).
  *
  * Grid: x = chunks of tiles along the row, y = channels, z = batch (each strided).
  */
@@ -25,7 +27,47 @@ static __device__ __forceinline__ void gpu_tile_sync(int threads) {
     else __syncthreads();
 }
 
-template <int XT, int WT>
+/* Stride dividing dilation: outputs P = D / S apart read window offsets D apart, so a
+ * thread sums a run of R = GPU_TILE_RUN outputs t0 + P i of one phase from R values in
+ * registers that slide one place a tap (tap k of output t0 + P i is window offset
+ * t0 S + D (i + k)), in the order of the loop below (bias, then taps ascending). The
+ * tile's n_out outputs (of a span of whole runs of every phase) go to ys, to be stored
+ * consecutive; n: the window staged. */
+template <int XT>
+static __device__ __forceinline__ void gpu_tile_runs(const typename gpu_elem<XT>::raw *xs, const float *ws,
+                                                     typename gpu_elem<XT>::raw *ys, int K, int S, int D,
+                                                     int span, int n_out, int n, float bias, int activation,
+                                                     int tid, int T) {
+    const int R = GPU_TILE_RUN, P = D / S, runs = span / R;
+    for (int item = tid; item < runs; item += T) {
+        const int t0 = item % P + P * R * (item / P);
+        if (t0 >= n_out) continue;
+        float win[R], acc[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const int q = t0 * S + D * i;
+            win[i] = q < n ? gpu_elem<XT>::widen(xs[q]) : 0.0f; /* past it: outputs not stored */
+            acc[i] = bias;
+        }
+        for (int k = 0; k < K; k++) {
+            const float wk = ws[k];
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[i] = DWCONV_FMAF(win[i], wk, acc[i]);
+#pragma unroll
+            for (int i = 0; i + 1 < R; i++) win[i] = win[i + 1];
+            const int q = t0 * S + D * (k + R);
+            win[R - 1] = q < n ? gpu_elem<XT>::widen(xs[q]) : 0.0f;
+        }
+        gpu_activate_all<R, XT>(activation, acc);
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            if (t0 + P * i < n_out) ys[t0 + P * i] = gpu_elem<XT>::narrow(acc[i]);
+    }
+}
+
+/* PHASED: gpu_tile_phased(stride, dilation), the runs of gpu_tile_runs (an instance of
+ * its own: 64 registers hold either path, not both; ptxas -v, sm_90). */
+template <int XT, int WT, bool PHASED>
 __global__ GPU_LAUNCH_BOUNDS(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kernel(gpu_conv_args a) {
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
@@ -33,11 +75,12 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
     const int R = GPU_TILE_BYTES / (int)sizeof(raw); /* gpu_tile_outputs */
     const int G = 8; /* outputs summed at once: 16 accumulators spilled (ptxas -v, sm_90) */
     const int T = blockDim.x, tid = threadIdx.x;
-    const int64_t tile_outputs = (int64_t)T * R;
-    raw *xs = (raw *)gpu_shared_base();
-    float *ws = (float *)(gpu_shared_base() + gpu_tile_weights_offset(a.window, sizeof(raw)));
+    const int64_t tile_outputs = a.tile_span;
     const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size;
     const int S = (int)a.stride, D = (int)a.dilation; /* the window fits shared memory */
+    raw *xs = (raw *)gpu_shared_base();
+    float *ws = (float *)(gpu_shared_base() + gpu_tile_weights_offset(a.window, sizeof(raw)));
+    raw *ys = (raw *)(gpu_shared_base() + gpu_tile_outputs_offset(a.window, sizeof(raw), K));
     const int64_t t_begin = (int64_t)blockIdx.x * a.tiles_per_block;
     const int64_t t_end = gpu_min64(t_begin + a.tiles_per_block, a.tiles_per_row);
 
@@ -67,6 +110,14 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
                 }
                 gpu_tile_sync(T);
 
+                if (PHASED) {
+                    const int n_out = (int)gpu_min64(tile_outputs, L_out - o0);
+                    gpu_tile_runs<XT>(xs, ws, ys, (int)K, S, D, (int)tile_outputs, n_out, GPU_TILE_WINDOW(o0),
+                                      bias, a.activation, tid, T);
+                    gpu_tile_sync(T);
+                    for (int u = tid; u < n_out; u += T) yrow[o0 + u] = ys[u];
+                    continue;
+                }
 #pragma unroll
                 for (int h = 0; h < R; h += G) {
                     float acc[G];

@@ -179,18 +179,20 @@ static void gpu_strip_geometry(gpu_conv_args *a, gpu_launch *l) {
  * its threads; ties go to the larger block. */
 static void gpu_tile_geometry(gpu_conv_args *a, gpu_launch *l) {
     const int xsize = gpu_dtype_size(a->dtype);
+    const int64_t S = a->stride, D = a->dilation, K = a->kernel_size;
     int threads = GPU_TILE_MIN_THREADS; /* its window fits: tile applies */
     int64_t fewest = INT64_MAX;
     for (int t = GPU_TILE_MIN_THREADS; t <= GPU_TILE_MAX_THREADS; t *= 2) {
-        const int64_t window = gpu_tile_window(t, xsize, a->kernel_size, a->stride, a->dilation);
-        if (gpu_tile_smem(window, xsize, a->kernel_size) > GPU_SMEM_LIMIT) break; /* windows grow with t */
-        const int64_t staged = gpu_div_up(a->output_length, (int64_t)t * gpu_tile_outputs(xsize)) * window;
+        const int64_t span = gpu_tile_span(t, xsize, S, D), window = gpu_tile_window(span, K, S, D);
+        if (gpu_tile_smem(span, window, xsize, K, S, D) > GPU_SMEM_LIMIT) break; /* windows grow with t */
+        const int64_t staged = gpu_div_up(a->output_length, span) * window;
         if (staged <= fewest) threads = t, fewest = staged;
     }
-    a->window = gpu_tile_window(threads, xsize, a->kernel_size, a->stride, a->dilation);
+    a->tile_span = gpu_tile_span(threads, xsize, S, D);
+    a->window = gpu_tile_window(a->tile_span, K, S, D);
     l->threads = threads;
-    l->smem = (size_t)gpu_tile_smem(a->window, xsize, a->kernel_size);
-    a->tiles_per_row = gpu_div_up(a->output_length, (int64_t)threads * gpu_tile_outputs(xsize));
+    l->smem = (size_t)gpu_tile_smem(a->tile_span, a->window, xsize, K, S, D);
+    a->tiles_per_row = gpu_div_up(a->output_length, a->tile_span);
     gpu_set_grid(a, l, 8, a->channels, a->batch);
 }
 

@@ -105,6 +105,7 @@ GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64
 #define GPU_TILE_MAX_THREADS 256
 #define GPU_TILE_BYTES 32
 #define GPU_TILE_RUN 8
+#define GPU_TILE_GROUP 8 /* outputs a thread sums at once otherwise */
 
 /* Outputs a thread of tile computes, for x elements of xsize bytes. */
 GPU_HD int gpu_tile_outputs(int xsize) { return GPU_TILE_BYTES / xsize; }

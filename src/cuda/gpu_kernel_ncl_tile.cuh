@@ -65,6 +65,36 @@ static __device__ __forceinline__ void gpu_tile_runs(const typename gpu_elem<XT>
     }
 }
 
+/* Any stride and dilation: thread u sums outputs o0 + u + i T (i < gpu_tile_outputs),
+ * GPU_TILE_GROUP at a time (16 accumulators spilled; ptxas -v, sm_90), each from its
+ * own shared loads, and stores them. */
+template <int XT>
+static __device__ __forceinline__ void gpu_tile_spread(const typename gpu_elem<XT>::raw *xs, const float *ws,
+                                                       typename gpu_elem<XT>::raw *yrow, int64_t o0,
+                                                       int64_t L_out, int K, int S, int D, float bias,
+                                                       int activation, int tid, int T) {
+    const int R = GPU_TILE_BYTES / (int)sizeof(*xs), G = GPU_TILE_GROUP; /* gpu_tile_outputs */
+#pragma unroll
+    for (int h = 0; h < R; h += G) {
+        float acc[G];
+#pragma unroll
+        for (int i = 0; i < G; i++) acc[i] = bias;
+        for (int k = 0; k < K; k++) {
+            const float wk = ws[k];
+            const int base = (tid + h * T) * S + k * D;
+#pragma unroll
+            for (int i = 0; i < G; i++)
+                acc[i] = DWCONV_FMAF(gpu_elem<XT>::widen(xs[base + i * T * S]), wk, acc[i]);
+        }
+        gpu_activate_all<G, XT>(activation, acc);
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            const int64_t o = o0 + tid + (int64_t)(h + i) * T;
+            if (o < L_out) yrow[o] = gpu_elem<XT>::narrow(acc[i]);
+        }
+    }
+}
+
 /* PHASED: gpu_tile_phased(stride, dilation), the runs of gpu_tile_runs (an instance of
  * its own: 64 registers hold either path, not both; ptxas -v, sm_90). */
 template <int XT, int WT, bool PHASED>
@@ -72,8 +102,6 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
     if (gpu_skipped(a)) return; /* bad packed offsets: nothing written */
     typedef typename gpu_elem<XT>::raw raw;
     typedef typename gpu_elem<WT>::raw wraw;
-    const int R = GPU_TILE_BYTES / (int)sizeof(raw); /* gpu_tile_outputs */
-    const int G = 8; /* outputs summed at once: 16 accumulators spilled (ptxas -v, sm_90) */
     const int T = blockDim.x, tid = threadIdx.x;
     const int64_t tile_outputs = a.tile_span;
     const int64_t L = a.length, L_out = a.output_length, K = a.kernel_size;
@@ -116,26 +144,8 @@ __global__ GPU_LAUNCH_BOUNDS(GPU_TILE_MAX_THREADS, 4) void dwconv_ncl_tile_kerne
                                       bias, a.activation, tid, T);
                     gpu_tile_sync(T);
                     for (int u = tid; u < n_out; u += T) yrow[o0 + u] = ys[u];
-                    continue;
-                }
-#pragma unroll
-                for (int h = 0; h < R; h += G) {
-                    float acc[G];
-#pragma unroll
-                    for (int i = 0; i < G; i++) acc[i] = bias;
-                    for (int k = 0; k < (int)K; k++) {
-                        const float wk = ws[k];
-                        const int base = (tid + h * T) * S + k * D;
-#pragma unroll
-                        for (int i = 0; i < G; i++)
-                            acc[i] = DWCONV_FMAF(gpu_elem<XT>::widen(xs[base + i * T * S]), wk, acc[i]);
-                    }
-                    gpu_activate_all<G, XT>(a.activation, acc);
-#pragma unroll
-                    for (int i = 0; i < G; i++) {
-                        const int64_t o = o0 + tid + (int64_t)(h + i) * T;
-                        if (o < L_out) yrow[o] = gpu_elem<XT>::narrow(acc[i]);
-                    }
+                } else {
+                    gpu_tile_spread<XT>(xs, ws, yrow, o0, L_out, (int)K, S, D, bias, a.activation, tid, T);
                 }
             }
         }

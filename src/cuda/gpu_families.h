@@ -96,19 +96,24 @@ GPU_HD int64_t gpu_lean_smem(int threads, int width, int64_t K, int64_t S, int64
 #define GPU_STRIP_MIN_BLOCKS 6 /* 80 registers: at 64, f16 K6 spilled (ptxas -v, sm_90) */
 
 /* tile (gpu_kernel_ncl_tile.cuh): channel-first, anything whose window fits shared
- * memory; blocks of one warp up to 256 threads, each thread GPU_TILE_BYTES of outputs
- * (8 f32, 16 f16 / bf16), so that a 16-bit tile keeps as many bytes of x in flight as
- * an f32 one. Where the stride divides the dilation (stride 1 among them), P = D / S
- * phases of at most a warp: the threads sum runs of GPU_TILE_RUN outputs of one phase
- * each, and a tile is whole runs of every phase. */
+ * memory; blocks of one warp up to 256 threads, each thread enough outputs that its
+ * share of the window is GPU_TILE_BYTES or more, and at least GPU_TILE_GROUP: 16 at
+ * 16-bit stride 1, else 8 (a 16-bit tile keeps as many bytes of x in flight as an f32
+ * one; at stride 2 and more, 16 outputs a thread outgrew the vectors kept in flight,
+ * GPU_WINDOW_BATCH, and ran up to 1.6x slower). Where the stride divides the dilation
+ * (stride 1 among them), P = D / S phases of at most a warp: the threads sum runs of
+ * GPU_TILE_RUN outputs of one phase each, and a tile is whole runs of every phase. */
 #define GPU_TILE_MIN_THREADS GPU_WARP
 #define GPU_TILE_MAX_THREADS 256
 #define GPU_TILE_BYTES 32
 #define GPU_TILE_RUN 8
-#define GPU_TILE_GROUP 8 /* outputs a thread sums at once otherwise */
+#define GPU_TILE_GROUP 8 /* outputs a thread sums at once, outside runs */
 
-/* Outputs a thread of tile computes, for x elements of xsize bytes. */
-GPU_HD int gpu_tile_outputs(int xsize) { return GPU_TILE_BYTES / xsize; }
+/* Outputs a thread of tile computes, for x elements of xsize bytes at stride S. */
+GPU_HD int gpu_tile_outputs(int xsize, int64_t S) {
+    const int64_t bytes = GPU_TILE_BYTES / (xsize * S);
+    return bytes > GPU_TILE_GROUP ? (int)bytes : GPU_TILE_GROUP;
+}
 
 /* Whether tile sums runs of one phase (gpu_tile_runs in the kernel). */
 GPU_HD int gpu_tile_phased(int64_t S, int64_t D) { return D % S == 0 && D / S <= GPU_TILE_MIN_THREADS; }
@@ -116,7 +121,7 @@ GPU_HD int gpu_tile_phased(int64_t S, int64_t D) { return D % S == 0 && D / S <=
 /* Outputs a tile of `threads` threads covers: with runs, as many whole runs of each
  * of the P phases as the threads take (P <= threads). */
 GPU_HD int64_t gpu_tile_span(int threads, int xsize, int64_t S, int64_t D) {
-    const int64_t per = gpu_tile_outputs(xsize), P = D / S;
+    const int64_t per = gpu_tile_outputs(xsize, S), P = D / S;
     return gpu_tile_phased(S, D) ? per * P * (threads / P) : per * threads;
 }
 

@@ -73,8 +73,7 @@ static __device__ __forceinline__ void gpu_tile_spread(const typename gpu_elem<X
                                                        typename gpu_elem<XT>::raw *yrow, int64_t o0,
                                                        int64_t L_out, int K, int S, int D, float bias,
                                                        int activation, int tid, int T) {
-    const int R = GPU_TILE_BYTES / (int)sizeof(*xs), G = GPU_TILE_GROUP; /* gpu_tile_outputs */
-#pragma unroll
+    const int R = gpu_tile_outputs((int)sizeof(*xs), S), G = GPU_TILE_GROUP;
     for (int h = 0; h < R; h += G) {
         float acc[G];
 #pragma unroll

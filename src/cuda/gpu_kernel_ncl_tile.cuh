@@ -2,8 +2,8 @@
  * Channel-first (positions adjacent; rows anywhere), any stride, dilation, K and
  * padding: the general tiled kernel for what lean and lattice do not take (strided or
  * dilated K, mostly). A block (the smallest of 32 to 256 threads whose tile covers the
- * row, gpu_launch.cuh) walks up to tiles_per_block tiles of gpu_tile_outputs *
- * blockDim.x consecutive outputs of one row, staging each tile's x window into shared
+ * row, gpu_launch.cuh) walks up to tiles_per_block tiles of a.tile_span consecutive
+ * outputs of one row (gpu_tile_span), staging each tile's x window into shared
  * memory (gpu_window.cuh, the next tile's loads in flight during the current tile's
  * sums) with the weights as f32. Thread u computes outputs o0 + u + i * blockDim.x, so
  * that at every tap a warp reads consecutive (stride 1) or evenly spread shared-memory

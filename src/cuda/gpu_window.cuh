@@ -17,8 +17,9 @@
 
 #include "gpu_elements.cuh"
 
-/* Vectors per thread in flight ahead of use: a window of the tile kernel is about
- * GPU_TILE_BYTES * stride bytes per thread, i.e. a few vectors. */
+/* Vectors per thread in flight ahead of use: a thread's share of the tile kernel's
+ * window is gpu_tile_outputs * stride elements (32 bytes at stride 1, 16 * stride at
+ * 16-bit and 32 * stride at f32 beyond), i.e. a few vectors. */
 #define GPU_WINDOW_BATCH 5
 
 /* One window: where its whole vectors are, and what is left to do element-wise.
